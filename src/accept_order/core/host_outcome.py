@@ -60,6 +60,9 @@ class HostOutcome(TimedTotals):
             "destination": self.destination,
             "served": list(self.served),
             "served_total": self.ok,
+            # what it served on no worker's row (a --target's replies that named none), where some were: its `served`
+            # are then the named counts, not the worker's ('0 0' read as each worker's beside 50 served)
+            **({"unnamed": unnamed} if (unnamed := self.ok - sum(self.served)) > 0 else {}),
             "failed": dict(self.errors),
             "requests_per_s": round(self.throughput, 1),
             "client_cpu_us_per_connection": self.client_cpu_us,

@@ -28,13 +28,20 @@ _SECONDS = Number(-float(MAX_COUNT), float(MAX_COUNT))  # a clock's offset, a st
 
 
 def _host_served_adds_up(host: Mapping[str, Any], at: str) -> None:
-    """A host's `served_total` (derived, for other tools) is what its histogram holds."""
+    """A host's `served_total` (derived, for other tools) is what its histogram holds, and its `unnamed` (derived)
+    what of that no worker's count holds."""
     total, held = host.get("served_total"), histogram_total(host["histogram"])
     if total is not None and total != held:
         raise SchemaError(child(at, "served_total"), f"is {total}, but the host's histogram holds {held}")
+    unnamed, off_rows = host.get("unnamed"), held - sum(host.get("served", ()))
+    if unnamed is not None and unnamed != off_rows:
+        raise SchemaError(
+            child(at, "unnamed"),
+            f"is {unnamed}, but the host's histogram holds {off_rows} beyond its served per worker",
+        )
 
 
-# What one client host drove, as HostOutcome.to_dict writes it (its derived figures: served_total,
+# What one client host drove, as HostOutcome.to_dict writes it (its derived figures: served_total, unnamed,
 # requests_per_s, client_cpu_us_per_connection, rebuilt when read)
 HOST_OUTCOME = known(
     HostOutcome,
@@ -43,6 +50,7 @@ HOST_OUTCOME = known(
             "destination": Text(1024),
             "served": COUNTS,
             "served_total": Integer(),
+            "unnamed": Integer(),
             "failed": ERRORS,
             "requests_per_s": Number(),
             "client_cpu_us_per_connection": Maybe(Number()),
