@@ -65,14 +65,16 @@ def test_the_end_block_carries_the_gaps_by_bucket() -> None:
     assert count == 400 and sample == [55.0, 55.0] + [2450.0] * 6, sample
 
 
-def _sleeping(gaps: dict[str, int], empty: int = 0) -> Any:
-    """1,000 connections to 4 attached workers found asleep while serving in 2/3 of their busy looks (the busy time:
-    6 ms a connection), the kernel's accepts counted with `empty` of them empty and `gaps` by bucket."""
+def _sleeping(gaps: dict[str, int], empty: int = 0, program: str = "gunicorn", threads: int = 1) -> Any:
+    """1,000 connections to 4 attached workers of `program` (inspect's name), `threads` each, found asleep while
+    serving in 2/3 of their busy looks (the busy time: 6 ms a connection), the kernel's accepts counted with `empty`
+    of them empty and `gaps` by bucket."""
     plain = attached(None, rows=1)
-    worker = {"looks": 400, "idle": 100, "waits": {"clock_nanosleep": 200}}
+    worker = {"threads": threads, "looks": 400, "idle": 100, "waits": {"clock_nanosleep": 200}}
     looks = {"span_s": 2.0, "workers": [{"pid": 4243 + i, **worker} for i in range(4)]}
     kernel = {"available": True, "why": "bpftrace", "counts": {"4243": 1000}, "empty": {"4243": empty}, "gaps": gaps}
-    return replace(plain, evidence={**plain.evidence, "busy_waits": looks, "accept_counts": kernel})
+    named = {"pid": 4242, "name": program, "recognised": program}
+    return replace(plain, evidence={**plain.evidence, "busy_waits": looks, "accept_counts": kernel, "program": named})
 
 
 def test_one_at_a_time_workers_are_modelled_on_each_connections_gap() -> None:
@@ -92,6 +94,18 @@ def test_one_at_a_time_workers_are_modelled_on_each_connections_gap() -> None:
     for gaps, empty in unused:
         mean = predict(_sleeping(gaps, empty))
         assert mean is not None and mean.service_gaps is None and mean.service_mean_ms == pytest.approx(6.0), mean
+
+
+@pytest.mark.parametrize(
+    ("program", "threads"), [("nginx", 1), ("lighttpd", 1), ("gunicorn", 4), ("no-such-program", 1)]
+)
+def test_gaps_are_a_connections_time_only_where_a_worker_serves_one_at_a_time(program: str, threads: int) -> None:
+    """An event loop's gap between accepts is a turn of its loop, each connection served across many (nginx, lighttpd);
+    a worker of several threads is a pool (gunicorn's gthread); a program not named is not known: none empty reads
+    one a wakeup there as before, but the busy time's mean stands, not the gaps."""
+    mean = predict(_sleeping({"114": 800, "200": 200}, program=program, threads=threads))
+    assert mean is not None and mean.batch == 1 and mean.service_source == "busy", mean
+    assert mean.service_gaps is None and mean.service_mean_ms == pytest.approx(6.0), mean
 
 
 def test_an_attached_gunicorns_gaps_are_its_requests(tmp_path: Path) -> None:

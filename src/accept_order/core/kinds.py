@@ -207,6 +207,13 @@ class ServerKind:
     #: one thread of each process runs every request (Node's and uvicorn's event loop, an nginx worker): its
     #: other threads (libuv's pool, a logger) serve none, so one process is one server to the queueing model
     serves_on_one_thread: ClassVar[bool] = False
+    #: how many connections each worker serves at once (the latency model's one a wakeup and its accept gaps as the
+    #: service, experiments/latency/model_one_at_a_time.py): "one", accepting the next only once the last is served
+    #: (Unicorn); "many", an event loop serving all it holds interleaved (nginx, HAProxy), whose few empty accepts
+    #: and short accept gaps are its loop's turns, not one connection served each; "one a thread", one where each
+    #: worker is one thread, its config deciding (gunicorn's sync worker or gthread, uWSGI with or without threads,
+    #: Apache prefork or event); None: not known
+    connections_at_once: ClassVar[str | None] = None
     #: its busy loop (--work-iters) is probes/work.py's `spin` run by this interpreter, so its cost can be
     #: timed here before a run; other servers' loops (nginx's LuaJIT) are their own
     spins_here: ClassVar[bool] = False

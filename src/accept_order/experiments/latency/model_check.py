@@ -32,6 +32,7 @@ from ...probes.busy_waits import Busy, busy_reading
 from ...probes.cpu_waits import cpu_share
 from ...servers.registry import known_mode
 from .kept_report import accepted, by_kernel
+from .model_one_at_a_time import one_at_a_time
 from .model_queues import attached_queues, one_per_wakeup
 from .model_servers import as_served
 from .result import LatencyResult
@@ -82,19 +83,19 @@ def slept_serving(result: LatencyResult) -> Busy | None:
 
 def served_between_accepts(result: LatencyResult) -> list[float]:
     """Each connection's time (µs, a bounded sample) where the kernel timed it: workers that serve one at a time
-    (the busy looks found them asleep while serving, one_per_wakeup) each serve one connection between an accept
-    that took it and their next accept call, and bpftrace counted those gaps for most of the run's connections; []
-    otherwise (the busy time's mean then stands for every connection). One mean leaves the spread out: PyPI's
-    gunicorn (3 sync workers, an app sleeping 2 ms, 12 clients; load 5.7, Linux 6.18.44, 2 vCPUs) had gaps of mean
-    5.38 ms (the looks read 5.41), CV 1.28, p99 23.5 ms, and on its mean the model's p99 read 21.6 ms against 68.7.
-    A gap holds the client's time too where the worker waits on it: gunicorn 27 lingers after its reply until the
-    client closes (util.close_graceful), 1.06 ms of a 4.65-ms mean gap there (bpftrace, load 7.6), most of it after
-    the client's clock stopped (at the EOF that begins it: loads/uring_loop.py), so not in the latency measured; the
-    worker is held, the next connection waits, and so it is service. A gap's first part, from the accept to the
-    request's first bytes read, was 85 µs on average at 12 clients (115 at 2): what the client took to send it, in
-    the latency measured too, is that small."""
-    if one_per_wakeup(result) is None or (busy := slept_serving(result)) is None:
-        return []
+    (model_one_at_a_time.py; the busy looks found them asleep while serving, one_per_wakeup) each serve one connection
+    between an accept that took it and their next accept call, and bpftrace counted those gaps for most of the run's
+    connections; [] otherwise (the busy time's mean then stands for every connection). One mean leaves the spread out:
+    PyPI's gunicorn (3 sync workers, an app sleeping 2 ms, 12 clients; load 5.7, Linux 6.18.44, 2 vCPUs) had gaps of
+    mean 5.38 ms (the looks read 5.41), CV 1.28, p99 23.5 ms, and on its mean the model's p99 read 21.6 ms against 68.7.
+    A gap holds the client's time too where the worker waits on it: gunicorn 27 lingers after its reply until the client
+    closes (util.close_graceful), 1.06 ms of a 4.65-ms mean gap there (bpftrace, load 7.6), most of it after the
+    client's clock stopped (at the EOF that begins it: loads/uring_loop.py), so not in the latency measured; the worker
+    is held, the next connection waits, and so it is service. A gap's first part, from the accept to the request's first
+    bytes read, was 85 µs on average at 12 clients (115 at 2): what the client took to send it, in the latency measured
+    too, is that small."""
+    if not one_at_a_time(result) or one_per_wakeup(result) is None or (busy := slept_serving(result)) is None:
+        return []  # an event loop's gaps are its loop's turns, each connection served across many of them
     sample, count = gap_sample(result.evidence, SAMPLE)
     if count < max(MIN_TIMED, result.ok // 2):
         return []

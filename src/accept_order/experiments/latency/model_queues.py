@@ -16,6 +16,7 @@ from typing import Any
 
 from ...analysis.queueing import Discipline
 from ...core.spec import ATTACHED_KIND
+from .model_one_at_a_time import one_at_a_time
 from .model_servers import as_served
 from .result import LatencyResult
 
@@ -238,11 +239,12 @@ MIN_ACCEPTS = 20  # accepts the kernel must have counted for one a wakeup to be 
 def one_per_wakeup(result: LatencyResult) -> int | None:
     """How many accepts the kernel counted of an attached server's workers where they take one connection a wakeup
     (the model's batch 1, not 'all'), at least MIN_ACCEPTS (evidence accept_counts: probes/accept_program.py): none
-    came back empty (EAGAIN), or fewer than accepting until EAGAIN would have made (taking_all_floor). nginx 1.22
+    came back empty (EAGAIN), or, where each worker serves one connection at a time (model_one_at_a_time.py), fewer
+    than accepting until EAGAIN would have made (taking_all_floor). nginx 1.22
     attached, 2 workers, accept_mutex on: multi_accept off 0 empty of 2,000 accepts at 2 and at 8 clients, on 1,204
     and 510 of 2,000; accept_mutex off, multi_accept off: 38 of 2,000 at 2 clients, 0 at 8. None where not known: not
-    counted, too few, or as many empty as a server accepting until EAGAIN would make (a herd's losers make some too:
-    not told apart)."""
+    counted, too few, some empty at an event loop or a server not known to serve one at a time, or as many empty as
+    a server accepting until EAGAIN would make (a herd's losers make some too: not told apart)."""
     kernel = result.evidence.get("accept_counts")
     if result.server.kind != ATTACHED_KIND or not isinstance(kernel, Mapping) or kernel.get("available") is not True:
         return None
@@ -252,9 +254,13 @@ def one_per_wakeup(result: LatencyResult) -> int | None:
     accepted = sum(n for n in counts.values() if type(n) is int)
     if accepted < MIN_ACCEPTS:
         return None
-    floor = taking_all_floor(result, accepted)
     came_back = empty_accepts(result)
-    return accepted if not came_back or (floor is not None and came_back < floor) else None
+    if not came_back:
+        return accepted
+    # a few empty: one a wakeup only where a worker serves one connection at a time; an event loop taking one a turn
+    # serves them all interleaved, and was modelled better as taking all (model_one_at_a_time.py)
+    floor = taking_all_floor(result, accepted) if one_at_a_time(result) else None
+    return accepted if floor is not None and came_back < floor else None
 
 
 def empty_accepts(result: LatencyResult) -> int:
@@ -294,8 +300,8 @@ def queues_text(result: LatencyResult) -> str | None:
         if model.discipline in ("shared", "favoured", "holder") and model.batch == 0
         else f" (one connection a wakeup: none of the {one:,} accepts the kernel counted came back empty)"
         if one and not came_back
-        else f" (one connection a wakeup, or a few: {came_back:,} of the {one:,} accepts the kernel counted came back "
-        f"empty, where accepting until none is left would end every wakeup with one, "
+        else f" (one connection a wakeup, or a few: {one_at_a_time(result)}, and {came_back:,} of the {one:,} accepts "
+        f"the kernel counted came back empty, where accepting until none is left would end every wakeup with one, "
         f"{taking_all_floor(result, one) or 0:,} or more with at most {result.load.concurrency} waiting)"
         if one
         else ""

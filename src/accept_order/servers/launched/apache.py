@@ -173,6 +173,7 @@ class ApacheServer(LaunchedServer):
 
 class ApacheKind(ServerKind):
     name = "apache"
+    connections_at_once = "one a thread"  # prefork's children one thread each, event's a pool
     process_names = ("apache2", "httpd")
     summary = "Debian's Apache httpd (prefork or event MPM) with a mod_lua handler, launched from a generated config"
     witness = ApacheServer.witness_source

@@ -179,6 +179,7 @@ class CaddyServer(LaunchedServer):
 
 class CaddyKind(ServerKind):
     name = "caddy"
+    connections_at_once = "many"  # a goroutine a connection, on Go's netpoller
     process_names = ("caddy",)
     summary = "Debian's Caddy (2.6, Go): one process, Go's netpoller, launched from a generated Caddyfile"
     witness = CaddyServer.witness_source

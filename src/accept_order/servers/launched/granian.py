@@ -107,6 +107,7 @@ KEEPALIVE = ("--http1-keep-alive", "--http1-header-read-timeout", "60000")
 
 class GranianKind(ServerKind):
     name = "granian"
+    connections_at_once = "many"  # tokio's event loops
     process_names = ("granian",)
     summary = "PyPI's granian (2.8 or newer) with --workers N, serving an ASGI app written for the run"
     witness = GranianServer.witness_source

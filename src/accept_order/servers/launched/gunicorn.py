@@ -148,6 +148,7 @@ class GunicornServer(LaunchedServer):
 
 class GunicornKind(ServerKind):
     name = "gunicorn"
+    connections_at_once = "one a thread"  # sync: accept, serve, accept again; gthread a pool (gevent: a loop, not told)
     # gunicorn/workers/sync.py force_close()s every response; its gthread workers keep connections, but
     # wait in a selector of their own instead of the sync worker's select(): another accept mechanism
     closes_connections = "its sync workers close every connection after its answer (gunicorn's sync.py)"

@@ -205,6 +205,7 @@ class H2oServer(LaunchedServer):
 
 class H2oKind(ServerKind):
     name = "h2o"
+    connections_at_once = "many"  # an event loop a thread
     process_names = ("h2o",)
     loops_are_workers = True  # num-threads event loops, and a timer thread that serves none
     summary = "Debian's h2o with num-threads event-loop threads as its workers and an mruby handler"

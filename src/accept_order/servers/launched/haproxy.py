@@ -306,6 +306,7 @@ class HaproxyServer(LaunchedServer):
 
 class HaproxyKind(ServerKind):
     name = "haproxy"
+    connections_at_once = "many"  # an event loop a thread
     process_names = ("haproxy",)
     threads_are_workers = True
     sleeps = "each worker thread itself"  # a worker that is a process (haproxy's nbproc): its main thread

@@ -229,6 +229,7 @@ class LighttpdServer(LaunchedServer):
 
 class LighttpdKind(ServerKind):
     name = "lighttpd"
+    connections_at_once = "many"  # an event loop a worker
     process_names = ("lighttpd",)
     serves_on_one_thread = True
     summary = "Debian's lighttpd with server.max-worker forked workers and a mod_magnet handler"

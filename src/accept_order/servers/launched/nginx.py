@@ -80,6 +80,7 @@ class NginxServer(LaunchedServer):
 
 class NginxKind(ServerKind):
     name = "nginx"
+    connections_at_once = "many"  # an event loop a worker, whatever multi_accept takes a turn
     process_names = ("nginx",)
     helpers = ("nginx: cache manager process", "nginx: cache loader process")
     serves_on_one_thread = True

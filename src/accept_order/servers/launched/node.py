@@ -174,6 +174,7 @@ class NodeServer(LaunchedServer):
 
 class NodeKind(ServerKind):
     name = "node"
+    connections_at_once = "many"  # libuv's event loop
     process_names = ("node", "nodejs")
     serves_on_one_thread = True
     summary = "Node.js's cluster module, launched from a generated script"

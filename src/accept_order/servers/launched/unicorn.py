@@ -145,6 +145,7 @@ class UnicornServer(LaunchedServer):
 
 class UnicornKind(ServerKind):
     name = "unicorn"
+    connections_at_once = "one"  # accept, serve, accept again (unicorn/http_server.rb worker_loop)
     closes_connections = "it answers every request with Connection: close (unicorn/http_response.rb)"
     process_names = ("unicorn",)
     serves_on_one_thread = True

@@ -134,6 +134,7 @@ class UvicornServer(AsgiServer):
 
 class UvicornKind(ServerKind):
     name = "uvicorn"
+    connections_at_once = "many"  # asyncio's event loop
     process_names = ("uvicorn",)
     serves_on_one_thread = True
     summary = (

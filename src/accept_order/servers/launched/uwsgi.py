@@ -238,6 +238,7 @@ def _reading(argv: Sequence[str], pid: int | None) -> Reading:
 
 class UwsgiKind(ServerKind):
     name = "uwsgi"
+    connections_at_once = "one a thread"  # without threads or async: accept, serve, accept again
     # http11-socket would keep them, one connection per worker for as long as it stays open (its cures)
     closes_connections = (
         "its http-socket closes each connection after its answer (a second request on it found it closed)"
