@@ -22,6 +22,7 @@ from pathlib import Path
 
 import psutil
 from cluster import Cluster, cluster_fixture
+from conftest import wait_for
 from test_clients_faults import (
     RATE,
     TICKED_CONNECTS,
@@ -76,6 +77,7 @@ def test_a_stopped_ssh_holds_up_no_other_hosts_beats(cluster: Cluster, tmp_path:
     ssh = ssh_to(run, "c2")
     ssh.send_signal(signal.SIGSTOP)  # never continued: the pipe holds bytes ssh must not send on; the run ends it
     try:
+        wait_for(ssh.status, lambda status: status == psutil.STATUS_STOPPED, 30, "c2's ssh to stop")  # reads no more
         fill_leaving(ssh.pid, ROOM_B)
         code = run.wait()
     except BaseException:
