@@ -1,10 +1,12 @@
 """A --target some of whose replies name a worker and some do not (a proxy in front of accept-order serve and a
-plain page; here one Debian nginx answering 'worker $pid' on an even connection serial and 'hello' on an odd one).
+plain page; here one Debian nginx answering 'worker $pid' on an even connection serial and 'hello' on an odd one),
+and one none of whose replies do.
 
 latency's per-worker table gave each worker its share of the replies that named one (48 of the 100 named read
 '48.0%' where 200 were served, behind HAProxy); now of all it served. run listed the plain replies as '5 of 10
-connections failed: 5 x unexpected reply', nothing saying the server had answered them; now it says so, and which
-command counts them served. The witness: nginx's access log, a line per request it answered, naming what it sent.
+connections failed: 5 x unexpected reply' ('x' in the sequence), and at a plain page 'served nothing', 'Verdict:
+nothing served', where the server had answered each; now they are answered naming no worker ('?'), failed 0, and the
+refusal says the server answered them. The witness: nginx's access log, a line per request naming what it sent.
 """
 
 from __future__ import annotations
@@ -55,6 +57,21 @@ def test_run_says_the_server_answered_what_named_no_worker(free_port: int) -> No
         logged = _logged(nginx.access_log, 10)
     plain = sum(1 for line in logged if line == "hello")
     assert len(logged) == 10 and 0 < plain < 10, logged  # nginx answered every one, some naming no worker
-    assert f"served {10 - plain}, failed {plain}" in result.stdout
-    said = f"{plain} of the 10 connections (the unexpected replies above) were answered by the server"
+    assert f"served {10 - plain} naming a worker, answered naming none {plain}, failed 0, driven 10" in result.stdout
+    assert "failed:" not in result.stdout and f"{plain} of 10 connections answered, naming no worker" in result.stdout
+    sequence = result.stdout.split("Sequence: ", 1)[1].splitlines()[0].split()
+    assert sequence.count("?") == plain and "x" not in sequence, sequence
+    said = f"The {plain} answered naming no worker"
     assert said in result.stdout and f"latency --target 127.0.0.1:{free_port} --protocol http' counts" in result.stdout
+
+
+def test_run_at_a_plain_page_says_answered_not_served_nothing(free_port: int) -> None:
+    plain = one_server_conf("$status", location='return 200 "hello\\n";')
+    with nginx_by_hand(plain, free_port, workers=2, timeout=30) as nginx:
+        result = run_cli(["run", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-n", "6"])
+        logged = _logged(nginx.access_log, 6)
+    assert result.exit_code == 1 and logged == ["200"] * 6, (result.output, logged)
+    (line,) = result.stderr.splitlines()  # the refusal: nothing of run's own (which worker) was measured
+    assert "served nothing" not in line and "the server answered all 6 connections" in line, line
+    assert "Verdict: not known: no reply named a worker" in result.stdout and "failed:" not in result.stdout
+    assert "served 0 naming a worker, answered naming none 6, failed 0, driven 6" in result.stdout

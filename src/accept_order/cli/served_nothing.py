@@ -81,6 +81,8 @@ def why_unserved(t: Tally, who: str = "") -> list[str]:
     from ..experiments.target_unanswered import SILENT, line_client_unanswered, run_unnamed, tls_note, tls_spoken
     from ..servers.registry import known_by_replies
 
+    if (told := run_unnamed(t.server, t.errors)) is not None:  # run --target at a stock page: answered, not served
+        return [f"{who}{told}"]  # not 'served nothing': its access log had every one
     failed = {name for name, n in t.errors.items() if n}
     reasons = ", ".join(f"{n} × {describe_error(name)}" for name, n in sorted(t.errors.items(), key=lambda kv: -kv[1]))
     said = [f"{who}served nothing: " + (reasons or "no request was sent")]
@@ -89,8 +91,6 @@ def why_unserved(t: Tally, who: str = "") -> list[str]:
             "the server answered, but no reply named a worker: --target attributes each connection by its "
             "reply alone, which must read 'worker PID' or 'worker N pid PID' (as accept-order serve answers)"
         )
-    if (told := run_unnamed(t.server, t.errors)) is not None:  # run --target at a stock page: what to use
-        said.append(told)
     if spoken := tls_spoken(t.server, failed):  # an HTTPS port, or HTTP/2 in the clear
         return [*said, tls_note(t.server, spoken)]
     statuses = bool(failed) and all(name.startswith(f"{BAD_REPLY} (HTTP ") for name in failed)

@@ -35,12 +35,12 @@ NOTE = (
 # how long each took is latency's, one connection at a time; who took each, where the server runs here, --attach's
 # (the holder of each socket, or the kernel's accepts for a server that closes at once).
 RUN_UNNAMED = (
-    "the server answered, but no reply named a worker: run shows which worker served each connection, and --target "
-    "knows a worker by its reply alone ('worker PID' or 'worker N pid PID', as accept-order serve answers). What it "
-    "served, at what rate and how long each took, one connection at a time, per worker not known: 'accept-order "
-    "latency --target {address} --protocol {protocol} -c 1 -n {n}'; which worker took each, where the server runs in "
-    "this machine's network namespace: 'accept-order run --attach PID --host {host} --port {port} --protocol "
-    "{protocol}' (PID: its master's)"
+    "the server answered all {n} connections, but no reply named a worker: run shows which worker served each, and "
+    "--target knows a worker by its reply alone ('worker PID' or 'worker N pid PID', as accept-order serve answers). "
+    "What it served, at what rate and how long each took, one connection at a time, per worker not known: "
+    "'accept-order latency --target {address} --protocol {protocol} -c 1 -n {n}'; which worker took each, where the "
+    "server runs in this machine's network namespace: 'accept-order run --attach PID --host {host} --port {port} "
+    "--protocol {protocol}' (PID: its master's)"
 )
 UNEXPECTED = "unexpected reply"  # run's failure of a reply naming no worker (loads/sequential_books.py)
 
@@ -60,11 +60,16 @@ def run_unnamed(server: ServerSpec, failures: Mapping[str, int]) -> str | None:
     )
 
 
+def answered_unnamed(server: ServerSpec, error: str | None) -> bool:
+    """A run record's failure that is a --target's answer naming no worker: the server served it."""
+    return error is not None and error.startswith(UNEXPECTED) and known_by_replies(server)
+
+
 RUN_PARTLY = (
-    "{n} of the {driven} connections (the unexpected replies above) were answered by the server, with a reply naming "
-    "no worker (a page of its own; behind a proxy, another server's): run knows a connection by the worker its reply "
-    "names, so they are in neither the sequence, the table nor the verdict, which are of the {served} that named "
-    "one; 'accept-order latency --target {address} --protocol {protocol}' counts them served"
+    "The {n} answered naming no worker (a page of the server's own; behind a proxy, another server's) were served, "
+    "but run knows a connection by the worker its reply names, so they are on no row and out of the verdict, which "
+    "are of the {served} that named one; 'accept-order latency --target {address} --protocol {protocol}' counts "
+    "them served"
 )
 
 
@@ -73,14 +78,11 @@ def run_partly_unnamed(server: ServerSpec, served: int, failures: Mapping[str, i
     `failures`: each error -> connections): that the server answered those, which the failures' list does not say
     (a proxy in front of accept-order serve and a plain nginx: '5 of 10 connections failed' the nginx had served).
     None where none named a worker (run_unnamed says more) or none failed so."""
-    unnamed = sum(n for name, n in failures.items() if name.startswith(UNEXPECTED))
-    if not known_by_replies(server) or not served or not unnamed:
+    unnamed = sum(n for name, n in failures.items() if answered_unnamed(server, name))
+    if not served or not unnamed:
         return None
     host = f"[{server.host}]" if ":" in server.host else server.host
-    driven = served + sum(failures.values())
-    return RUN_PARTLY.format(
-        n=unnamed, driven=driven, served=served, address=f"{host}:{server.port}", protocol=server.protocol
-    )
+    return RUN_PARTLY.format(n=unnamed, served=served, address=f"{host}:{server.port}", protocol=server.protocol)
 
 
 SILENT = (

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from ...core.measures import ConnectionRecord
 from ...core.spec import DEFAULT_KIND
 from ...render.evidence import evidence_report
 from ...render.fit import key_columns
@@ -26,9 +27,18 @@ if TYPE_CHECKING:
 SEQUENCE_SHOWN = 60
 
 
+def _answered_unnamed(result: RunResult, record: ConnectionRecord) -> bool:
+    """A --target's connection answered with a reply naming no worker (a page of the server's own): the server
+    served it, on no worker's row (run records it as an unexpected reply)."""
+    from ..target_unanswered import answered_unnamed  # with the servers' registry: not at start-up (issue 30)
+
+    return not record.served and answered_unnamed(result.server, record.error)
+
+
 def sequence_text(result: RunResult, limit: int = SEQUENCE_SHOWN) -> str:
-    """Serving worker per connection in driving order; `x` for a failed connection."""
-    marks = [str(r.worker) if r.served else "x" for r in result.records]
+    """Serving worker per connection in driving order; `x` for a failed connection, `?` for one the server answered
+    naming no worker."""
+    marks = [str(r.worker) if r.served else "?" if _answered_unnamed(result, r) else "x" for r in result.records]
     shown = " ".join(marks[:limit])
     if len(marks) > limit:
         shown += f" … ({len(marks) - limit} more)"
@@ -36,13 +46,35 @@ def sequence_text(result: RunResult, limit: int = SEQUENCE_SHOWN) -> str:
 
 
 def errors_text(result: RunResult) -> Text | None:
-    errors = Counter(r.error for r in result.records if not r.served)
-    if not errors:
+    """The failed connections by error; apart, those a --target answered naming no worker, which it served (listed
+    as failed, 'served nothing' of a plain nginx whose access log had every one)."""
+    unnamed = Counter(r.error for r in result.records if _answered_unnamed(result, r))
+    errors = Counter(r.error for r in result.records if not r.served and r.error not in unnamed)
+    if not errors and not unnamed:
         return None
-    text = Text(f"{result.failed} of {len(result.records)} connections failed:\n", style="bold red")
-    for error, n in errors.most_common():
-        text.append(f"  {n} × {error}\n")
+    text = Text()
+    if errors:
+        text.append(f"{sum(errors.values())} of {len(result.records)} connections failed:\n", style="bold red")
+        for error, n in errors.most_common():
+            text.append(f"  {n} × {error}\n")
+    if unnamed:
+        text.append(
+            f"{sum(unnamed.values())} of {len(result.records)} connections answered, naming no worker ('?'):\n",
+            style="bold yellow",
+        )
+        from ..target_unanswered import UNEXPECTED
+
+        for error, n in unnamed.most_common():  # the reply itself: 'unexpected' it is not, of such a server
+            text.append(f"  {n} × {(error or '').removeprefix(UNEXPECTED).strip()}\n")
     return text
+
+
+def served_text(result: RunResult) -> Text:
+    """What was served, failed and driven; a --target's replies naming no worker apart, neither failed nor on a row."""
+    unnamed = sum(1 for r in result.records if _answered_unnamed(result, r))
+    named = f"served {result.served}" + (" naming a worker" if unnamed else "")
+    answered = f", answered naming none {unnamed}" if unnamed else ""
+    return Text(f"{named}{answered}, failed {result.failed - unnamed}, driven {len(result.records)}")
 
 
 def run_report(result: RunResult) -> RenderableType:
@@ -57,7 +89,7 @@ def run_report(result: RunResult) -> RenderableType:
         Text.assemble(("Sequence: ", "bold"), sequence_text(result)),
         worker_table(result.counters, result.counts, detail=bool(server.cpus), ids=ids_of(server)),
         sleeps_legend(server, detail=bool(server.cpus)),
-        Text(f"served {result.served}, failed {result.failed}, driven {len(result.records)}"),
+        served_text(result),
     ]
     if result.unsettled:
         parts.append(
@@ -83,6 +115,8 @@ def run_report(result: RunResult) -> RenderableType:
     # serving with threads (an attached HAProxy): its threads' shares cannot be read
     threads = threads_note(result.evidence)
     said = f"not read per thread: {threads}" if threads else v.line() if result.served else v.pattern
+    if not result.served and any(_answered_unnamed(result, r) for r in result.records):
+        said = "not known: no reply named a worker"  # not 'nothing served': the server answered them
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), said))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
     if not v.expected and v.model is not None:
