@@ -75,3 +75,20 @@ def test_run_at_a_plain_page_says_answered_not_served_nothing(free_port: int) ->
     assert "served nothing" not in line and "the server answered all 6 connections" in line, line
     assert "Verdict: not known: no reply named a worker" in result.stdout and "failed:" not in result.stdout
     assert "served 0 naming a worker, answered naming none 6, failed 0, driven 6" in result.stdout
+
+
+def test_a_kept_ramp_step_says_how_many_named_none(tmp_path: Path, free_port: int) -> None:
+    """Over kept connections a ramp step's requests per worker are not known where some replies named no worker; it
+    said 'no reply named a worker' where half had named one."""
+    path = tmp_path / "ramp.json"
+    with nginx_by_hand(CONF, free_port, workers=2, timeout=30) as nginx:
+        args = ["ramp", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-w", "2", "--rates", "100"]
+        result = run_cli([*args, "--step", "500ms", "--requests-per-connection", "5", "--json", str(path)])
+        assert result.exit_code == 0, result.output
+        (step,) = json.loads(path.read_text())["steps"]
+        ok = sum(step["served"]) + step["unnamed"]
+        logged = _logged(nginx.access_log, ok)
+    assert len(logged) == ok and sum(1 for line in logged if line == "hello") == step["unnamed"] > 0, logged
+    assert sum(step["served"]) > 0, step["served"]  # some named a worker (a connection's serial is even)
+    said = f"requests per worker: not known ({step['unnamed']:,} of the {ok:,} replies named no worker)"
+    assert said in result.stdout, result.stdout

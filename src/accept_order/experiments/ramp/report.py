@@ -154,6 +154,14 @@ def ramp_table(result: RampResult, title: str | None = "accept-order ramp") -> T
     return table
 
 
+def _unnamed_of(step: RampStep) -> str:
+    """How many of a step's replies named no worker: 'no reply named a worker' was said of a step half of whose
+    replies named one (a page answering 'worker PID' on some connections, 'hello' on others)."""
+    if not any(step.served):
+        return "no reply named a worker"
+    return f"{step.unnamed:,} of the {step.ok:,} replies named no worker"
+
+
 def _kept_line(step: RampStep) -> Text | None:
     """Over kept connections: the requests each worker answered (the replies' count), Jain's index over them,
     the connections each accepted, and how much of a pool opened."""
@@ -164,7 +172,7 @@ def _kept_line(step: RampStep) -> Text | None:
         f"    requests per worker: {requests} (Jain {jain_index(step.served):.3f}) over connections accepted "
         f"{' '.join(map(str, step.connections))}"
         if not step.unnamed
-        else "    requests per worker: not known (no reply named a worker)"  # nor the connections each accepted
+        else f"    requests per worker: not known ({_unnamed_of(step)})"  # nor the connections each accepted
     )
     if step.pool is not None:
         opened, planned = step.pool
