@@ -40,7 +40,7 @@ BEGIN_POLICY, FREEZE_POLICY = 0x20000000, 0x40000000
 _ENDED = "accept-order ended at"
 _ENDED_LINE = re.compile(rb"^accept-order ended at (\d+)$", re.MULTILINE)
 _ENTRY = re.compile(rb"^@(ok|empty)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
-_ON = re.compile(rb"^@on\[(\d+), (\d+), (\d+)\]: (\d+)$", re.MULTILINE)
+_ON = re.compile(rb"^@(on|eon)\[(\d+), (\d+), (\d+)\]: (\d+)$", re.MULTILINE)
 
 Key = tuple[int, int]  # (pid, tid)
 
@@ -50,11 +50,12 @@ class ThreadCounts:
     """Running totals since the probes attached (a gated watch: since begin()): accepts that returned a socket,
     and accepts that came back empty (EAGAIN), per (pid, tid); `on`: those that returned a socket by the descriptor
     they were asked of, per (pid, tid, fd + 1): 0 where the call began before the probes attached (its descriptor
-    unseen)."""
+    unseen); `empty_on` the same of those that came back empty (accept_ports.py reads the listener's port of both)."""
 
     accepted: dict[Key, int] = field(default_factory=dict)
     empty: dict[Key, int] = field(default_factory=dict)
     on: dict[tuple[int, int, int], int] = field(default_factory=dict)
+    empty_on: dict[tuple[int, int, int], int] = field(default_factory=dict)  # the empty ones, as `on`
 
     def of(self, pid: int, tid: int | None = None) -> tuple[int, int]:
         """(accepted, empty) of one thread, or of every thread of `pid` when tid is None."""
@@ -84,7 +85,7 @@ def watch_program(
     `comms` are counted too, under their own (pid, tid): a newcomer of the server's program (a reload's worker, a
     refork's), which the caller tells from another server of that name."""
     pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", threads=threads, comms=comms)
-    dump = "print(@ok); print(@empty); print(@on);"
+    dump = "print(@ok); print(@empty); print(@on); print(@eon);"
     marks = counting = clear = ""
     mark = "tracepoint:syscalls:sys_enter_sched_get_priority_max /args->policy == {}/ {{ @{} = 1; }}\n"
     if marker is not None:  # the flags begin() and freeze() set: accepts are counted between the two
@@ -99,11 +100,11 @@ def watch_program(
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}{counting}/\n"
         "{ if (args->ret >= 0) { @ok[pid, tid] = count(); @on[pid, tid, @fd[tid]] = count(); }"
-        " else { @empty[pid, tid] = count(); } delete(@fd[tid]); }\n"
+        " else { @empty[pid, tid] = count(); @eon[pid, tid, @fd[tid]] = count(); } delete(@fd[tid]); }\n"
         f"{reading_probe(PRINT_MS, dump)}"
         # clear() after the last print: bpftrace prints every non-empty map again on exit
         f'END {{ printf("{COUNTS_BEGIN}\\n{_ENDED} %llu\\n", nsecs); {dump}\n'
-        f'      clear(@ok); clear(@empty); clear(@on); clear(@fd);{clear} printf("{COUNTS_END}\\n"); }}\n'
+        f'      clear(@ok); clear(@empty); clear(@on); clear(@eon); clear(@fd);{clear} printf("{COUNTS_END}\\n"); }}\n'
     )
 
 
@@ -117,6 +118,7 @@ class AcceptWatch(AcceptCounter):
         self._accepted: dict[Key, int] = {}
         self._empty: dict[Key, int] = {}
         self._on: dict[tuple[int, int, int], int] = {}
+        self._empty_on: dict[tuple[int, int, int], int] = {}
         self.ended: float | None = None  # see finish()
         self.frozen_at: float | None = None  # see freeze()
         self._clock = ReadingClock()  # when the last whole reading was taken
@@ -181,13 +183,13 @@ class AcceptWatch(AcceptCounter):
                 totals = self._accepted if which == b"ok" else self._empty
                 key = (int(pid), int(tid))
                 totals[key] = max(totals.get(key, 0), int(n))
-            for pid, tid, fd, n in _ON.findall(bytes(self._out[:end])):
-                on = (int(pid), int(tid), int(fd))
-                self._on[on] = max(self._on.get(on, 0), int(n))
+            for which, pid, tid, fd, n in _ON.findall(bytes(self._out[:end])):
+                on, into = (int(pid), int(tid), int(fd)), self._on if which == b"on" else self._empty_on
+                into[on] = max(into.get(on, 0), int(n))
             # What has been read is dropped: an hour's prints would otherwise be kept to the end. stop()
             # finds the END block's framing in what it reads after this.
             del self._out[:end]
-        return ThreadCounts(dict(self._accepted), dict(self._empty), dict(self._on))
+        return ThreadCounts(dict(self._accepted), dict(self._empty), dict(self._on), dict(self._empty_on))
 
 
 def _mark(policy: int) -> None:

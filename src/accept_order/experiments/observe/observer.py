@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from ...core import environment
+from ...probes.accept_ports import ListenerPorts, own_ports
 from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
 from ...probes.listen_drops import DropsReading, dropped_between, summed
 from ...probes.listeners import drops_reading
@@ -60,6 +61,8 @@ class Observer:
         self.why = "--no-trace" if not trace else FED.format(acceptor=watched.acceptor) if passed else ""
         # fd-pass: the acceptor's accepts, counted apart (they are every connection's, and no worker's)
         self.acceptor_watch = AcceptWatch([watched.acceptor], gated=True) if trace and watched.acceptor else None
+        # the port each accept was on: --port A counts A's alone where the workers listen on others too
+        self.listener_ports = ListenerPorts(watched.netns_pid)
         self.queue = QueueSampler(watched)
         self.every_s = SAMPLE_EVERY_S  # the listen queue's pace
         self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what
@@ -119,7 +122,7 @@ class Observer:
         began = time.perf_counter()
         self.queue.sample()
         if self.watch is not None and self.newcomers is not None:  # read while they run: a reload's may not last
-            self.newcomers.look(self.watch.totals())
+            self.newcomers.look(self.own(self.watch.totals()))
         self.every_s = paced(time.perf_counter() - began)
 
     def sample_holdings(self) -> None:
@@ -136,6 +139,11 @@ class Observer:
         dump of every connection of the server's ports and the workers' fd tables: slow where there are
         many)."""
         self.load.sample()
+
+    def own(self, totals: ThreadCounts) -> ThreadCounts:
+        """The kernel's counts of accepts on the watched ports' listeners: those on the workers' other ports (another
+        frontend's, a metrics port's) left out (probes/accept_ports.py); read as they come, each descriptor once."""
+        return own_ports(totals, self.watched.ports, self.listener_ports)
 
     @property
     def traced(self) -> bool:
@@ -169,7 +177,7 @@ class Observer:
         now = time.monotonic() if at is None else min(at, time.monotonic())
         span = now - self._last_tick
         if totals is None and self.watch is not None:
-            totals = self.watch.totals()
+            totals = self.own(self.watch.totals())
         if self.holdings is not None and not last:
             self.sample_holdings()  # at least once an interval, however slowly sampling is paced
         if not self.queue.pending:

@@ -161,6 +161,7 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     observer.load.settle()  # and to the close, of those gone from that last look
     if observer.watch is not None:
         totals, counts = observer.watch.finish()
+        totals = observer.own(totals)  # their own ports' accepts (probes/accept_ports.py)
         if not counts.available:
             notes.append(f"the kernel's final counts were lost ({counts.why}): the last interval is short of them")
             totals = None

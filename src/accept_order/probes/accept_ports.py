@@ -1,0 +1,91 @@
+"""Which port each traced accept was on, so that observe --port A counts port A's connections alone.
+
+A server's workers may listen on several ports (HAProxy's frontends, nginx's server blocks) and accept on all of
+them; the accept tracepoints count every accept a worker makes. accept_watch.py keys each accept by the descriptor
+it was asked of (sys_enter_accept's fd, a tracepoint argument: no kernel struct read, so bpftrace starts as cheaply
+as before); here that descriptor is read in its process's fd table (/proc/PID/fd) once, when first seen, and the
+socket's inode looked up among its network namespace's listeners. HAProxy with two frontends read 'the 2 threads
+shared 15 connections' for --port A when all 15 went to B.
+
+An accept is left out only where its descriptor is known to be a listener on another port: one whose call began
+before the probes attached (its descriptor unseen, at most one per thread: a blocking accept's), or whose process
+ended before its descriptor was read, is counted, as it was before ports were told apart.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Collection, Mapping
+
+from .accept_watch import ThreadCounts
+from .proc_processes import namespace_listeners
+
+Fd = tuple[int, int]  # (pid, fd)
+OnKey = tuple[int, int, int]  # (pid, tid, fd + 1), as accept_watch counts them
+
+
+class ListenerPorts:
+    """The listening port behind a process's descriptor, read once per (pid, fd) and kept (a listener's descriptor
+    lives as long as the server's config: a reload's new one is another process's)."""
+
+    def __init__(self, netns_pid: int) -> None:
+        self.netns_pid = netns_pid  # a process in the server's network namespace: its listeners are the server's
+        self._inodes: dict[Fd, int | None] = {}  # None: read, and no socket
+        self._ports: dict[int, int] = {}  # listener inode -> its port
+        self.unread = 0  # descriptors whose process ended (or hid it) before they were read: counted, port unknown
+
+    def port(self, pid: int, fd: int) -> int | None:
+        """The port of the listener descriptor `fd` of `pid` is; None where it is not known to be one."""
+        if (pid, fd) not in self._inodes:
+            inode = _socket_inode(pid, fd)
+            if inode is None and not os.path.exists(f"/proc/{pid}/fd"):
+                self.unread += 1
+                return None  # not kept: gone, so never asked again of this pid's live table
+            self._inodes[(pid, fd)] = inode
+        inode = self._inodes[(pid, fd)]
+        if inode is None:
+            return None
+        if inode not in self._ports:  # a listener opened since the last dump (a newcomer's own), or no listener
+            self._ports.update((row.inode, row.port) for row in namespace_listeners(self.netns_pid))
+        return self._ports.get(inode)
+
+    def elsewhere(self, on: Mapping[OnKey, int], ports: Collection[int]) -> dict[OnKey, int]:
+        """Of `on`'s counts, those asked of a listener known to be on none of `ports`."""
+        out: dict[OnKey, int] = {}
+        for (pid, tid, fd), n in on.items():
+            port = self.port(pid, fd - 1) if fd else None
+            if port is not None and port not in ports:
+                out[(pid, tid, fd)] = n
+        return out
+
+
+def own_ports(totals: ThreadCounts, ports: Collection[int], listeners: ListenerPorts) -> ThreadCounts:
+    """`totals` less the accepts (and empty accepts) asked of listeners on other ports than `ports`. Applied twice,
+    the same: the accepts left out go from `on` and `empty_on` with their counts."""
+    taken = listeners.elsewhere(totals.on, ports)
+    found = listeners.elsewhere(totals.empty_on, ports)
+    if not taken and not found:
+        return totals
+    return dataclasses.replace(
+        totals,
+        accepted=_less(totals.accepted, taken),
+        empty=_less(totals.empty, found),
+        on={key: n for key, n in totals.on.items() if key not in taken},
+        empty_on={key: n for key, n in totals.empty_on.items() if key not in found},
+    )
+
+
+def _less(counts: Mapping[tuple[int, int], int], out: Mapping[OnKey, int]) -> dict[tuple[int, int], int]:
+    left = dict(counts)
+    for (pid, tid, _), n in out.items():
+        left[(pid, tid)] = max(0, left.get((pid, tid), 0) - n)
+    return left
+
+
+def _socket_inode(pid: int, fd: int) -> int | None:
+    try:
+        link = os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    return int(link[8:-1]) if link.startswith("socket:[") and link.endswith("]") else None

@@ -1,0 +1,154 @@
+"""observe --port A counts the connections to port A alone where the workers listen on other ports too.
+
+The kernel counts every accept a worker makes; HAProxy with two frontends (ports A and B, the same threads) read 'the
+2 threads shared 15 connections' for --port A when all 15 went to B. Each accept is now kept by the descriptor it was
+asked of, and a descriptor that is a listener on another port is left out (probes/accept_ports.py).
+
+The witnesses are the servers' own logs, one line per request, naming the port's frontend (HAProxy) or written to the
+port's own access log (nginx's server blocks); each request is on a connection of its own, all made inside the window
+(after observe's first snapshot, before it is told to end)."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from haproxy_by_hand import haproxy
+from nginx_by_hand import nginx_by_hand
+
+from accept_order.experiments.observe.result import ObserveResult
+from accept_order.experiments.observe.run import observe
+from accept_order.servers.launched.base import free_port
+
+CAP_S = 120.0  # the window ends once the load is done; this only bounds a hang
+ON_A, ON_B = 10, 15  # requests to the observed port, and to the other
+
+
+def get(port: int) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        connection.getresponse().read()
+    finally:
+        connection.close()
+
+
+def observed_under(port: int, load: Callable[[], None], pid: int | None = None) -> ObserveResult:
+    """observe --port `port` (or the pid) while `load` runs, started once the window is open; the window ends after."""
+    started, done, failed = threading.Event(), threading.Event(), []
+
+    def drive() -> None:
+        try:
+            if started.wait(CAP_S):
+                load()
+        except BaseException as exc:  # said by the test, not lost in the thread
+            failed.append(exc)
+        finally:
+            done.set()
+
+    driver = threading.Thread(target=drive, daemon=True)
+    driver.start()
+    try:
+        asked = {"port": port} if pid is None else {"pid": pid}
+        result = observe(**asked, duration_s=CAP_S, on_snapshot=lambda _: started.set(), until=done)
+    finally:
+        started.set()
+        driver.join(CAP_S)
+    assert not failed, failed
+    return result
+
+
+def both_ports(a: int, b: int) -> Callable[[], None]:
+    def load() -> None:
+        for _ in range(ON_B):
+            get(b)
+        for _ in range(ON_A):
+            get(a)
+
+    return load
+
+
+def haproxy_config(a: int, b: int) -> str:
+    return f"""global
+    nbthread 2
+    log stderr format raw local0
+defaults
+    mode http
+    log global
+    log-format "frontend %ft"
+    timeout client 10s
+    timeout server 10s
+    timeout connect 10s
+frontend fa
+    bind 127.0.0.1:{a}
+    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
+frontend fb
+    bind 127.0.0.1:{b}
+    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
+"""
+
+
+def logged(stderr: int) -> list[str]:
+    """What HAProxy has logged on its stderr (a pipe) so far, without waiting for more."""
+    os.set_blocking(stderr, False)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(stderr, 65536)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    return [line for line in out.decode().splitlines() if line.startswith("frontend ")]
+
+
+def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
+    a, b = free_port("127.0.0.1"), free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(haproxy_config(a, b))
+    with haproxy(path, a, threads=2) as server:
+        assert server.stderr is not None
+        logged(server.stderr.fileno())  # the start-up's request: before the window
+        result = observed_under(a, both_ports(a, b))
+        lines = logged(server.stderr.fileno())
+    assert lines.count("frontend fa") == ON_A and lines.count("frontend fb") == ON_B, lines  # the witness
+    assert result.threaded and len(result.workers) == 2
+    assert sum(w.accepts or 0 for w in result.workers) == ON_A  # was ON_A + ON_B: B's frontend's too
+
+
+NGINX_TWO_SERVERS = """
+worker_processes {workers};
+daemon off;
+pid {d}/nginx.pid;
+events {{ worker_connections 64; }}
+http {{
+    log_format kept '$server_port $pid';
+    server {{
+        listen 127.0.0.1:{port};
+        access_log {d}/a.log kept;
+        location / {{ return 200 "a\\n"; }}
+    }}
+    server {{
+        listen 127.0.0.1:{other};
+        access_log {d}/b.log kept;
+        location / {{ return 200 "b\\n"; }}
+    }}
+}}
+"""
+
+
+def test_nginx_two_server_blocks_port_a_counts_a_alone() -> None:
+    a, b = free_port("127.0.0.1"), free_port("127.0.0.1")
+    with nginx_by_hand(NGINX_TWO_SERVERS, a, 2, 20.0, other=str(b)) as nginx:
+        result = observed_under(a, both_ports(a, b))
+        on_a = (nginx.directory / "a.log").read_text().splitlines()
+        on_b = (nginx.directory / "b.log").read_text().splitlines()
+    assert len(on_a) == ON_A and len(on_b) == ON_B  # the witness: each server block's own log
+    assert sorted(w.pid for w in result.workers) == nginx.workers
+    by_pid = {w.pid: w.accepts for w in result.workers}
+    # each worker's accepts on A are the requests its pid logged for A (one request a connection)
+    assert by_pid == {pid: sum(1 for line in on_a if line.split()[1] == str(pid)) for pid in nginx.workers}
