@@ -10,13 +10,17 @@ port's own access log (nginx's server blocks); each request is on a connection o
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import os
+import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
-from haproxy_by_hand import haproxy
+from cluster import dies_with
+from haproxy_by_hand import START_TIMEOUT_S, haproxy, pid_answering
 from nginx_by_hand import nginx_by_hand
 
 from accept_order.experiments.observe.result import ObserveResult
@@ -36,8 +40,9 @@ def get(port: int) -> None:
         connection.close()
 
 
-def observed_under(port: int, load: Callable[[], None], pid: int | None = None) -> ObserveResult:
-    """observe --port `port` (or the pid) while `load` runs, started once the window is open; the window ends after."""
+def observed_under(port: int, load: Callable[[], None], kept: threading.Event | None = None) -> ObserveResult:
+    """observe --port `port` while `load` runs, started once the window is open; the window ends after. `kept`: the
+    driving thread lives on until it is set (a process it started dies with it: PR_SET_PDEATHSIG is the thread's)."""
     started, done, failed = threading.Event(), threading.Event(), []
 
     def drive() -> None:
@@ -48,15 +53,15 @@ def observed_under(port: int, load: Callable[[], None], pid: int | None = None) 
             failed.append(exc)
         finally:
             done.set()
+            if kept is not None:
+                kept.wait(CAP_S)
 
     driver = threading.Thread(target=drive, daemon=True)
     driver.start()
     try:
-        asked = {"port": port} if pid is None else {"pid": pid}
-        result = observe(**asked, duration_s=CAP_S, on_snapshot=lambda _: started.set(), until=done)
+        result = observe(port=port, duration_s=CAP_S, on_snapshot=lambda _: started.set(), until=done)
     finally:
         started.set()
-        driver.join(CAP_S)
     assert not failed, failed
     return result
 
@@ -118,6 +123,53 @@ def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
     assert lines.count("frontend fa") == ON_A and lines.count("frontend fb") == ON_B, lines  # the witness
     assert result.threaded and len(result.workers) == 2
     assert sum(w.accepts or 0 for w in result.workers) == ON_A  # was ON_A + ON_B: B's frontend's too
+
+
+def test_haproxy_reload_newcomer_credited_its_port_a_alone(tmp_path: Path) -> None:
+    """A reload's newcomer (-sf) is credited the connections on A alone: its accepts on B were counted to it too."""
+    a, b = free_port("127.0.0.1"), free_port("127.0.0.1")
+    path = tmp_path / "haproxy.cfg"
+    path.write_text(haproxy_config(a, b))
+    answered: list[int] = []  # the pids A's replies name, after the reload
+    kept = threading.Event()  # the newcomer dies with the driving thread: it must outlive the window
+    with haproxy(path, a, threads=2) as old:
+        newcomer: list[subprocess.Popen[bytes]] = []
+
+        def load() -> None:
+            newcomer.append(
+                subprocess.Popen(  # takes the ports over, tells the old one to finish (-sf)
+                    ["haproxy", "-db", "-f", str(path), "-sf", str(old.pid)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=dies_with(os.getpid()),
+                )
+            )
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while True:  # the newcomer's first reply on A: a start-up, no event to wait on
+                with contextlib.suppress(OSError):
+                    if (pid := pid_answering(a)) == newcomer[0].pid:
+                        answered.append(pid)
+                        break
+                assert time.monotonic() < deadline, "the newcomer never answered on A"
+                time.sleep(0.02)
+            for _ in range(ON_B):
+                get(b)
+            answered.extend(pid_answering(a) for _ in range(ON_A))
+
+        try:
+            result = observed_under(a, load, kept)
+            assert newcomer, "no newcomer started"
+            assert newcomer[0].stderr is not None
+            lines = logged(newcomer[0].stderr.fileno())
+        finally:
+            kept.set()  # the driving thread ends: the newcomer with it (killed here too)
+            for process in newcomer:
+                process.kill()
+                process.wait(10)
+    on_a = lines.count("frontend fa")
+    assert lines.count("frontend fb") == ON_B and on_a == answered.count(newcomer[0].pid), lines  # its own log
+    assert result.reloaded is not None and result.reloaded.pids == (newcomer[0].pid,), result.notes
+    assert result.reloaded.accepts == (on_a,), result.reloaded  # B's 15 were credited to it too
 
 
 NGINX_TWO_SERVERS = """
