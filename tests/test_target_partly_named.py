@@ -92,3 +92,22 @@ def test_a_kept_ramp_step_says_how_many_named_none(tmp_path: Path, free_port: in
     assert sum(step["served"]) > 0, step["served"]  # some named a worker (a connection's serial is even)
     said = f"requests per worker: not known ({step['unnamed']:,} of the {ok:,} replies named no worker)"
     assert said in result.stdout, result.stdout
+
+
+def test_a_pool_gives_no_jain_of_the_named_alone(tmp_path: Path, free_port: int) -> None:
+    """Over a pool, a worker's requests are those its replies named: the kept table's shares are of all served, and
+    no Jain's index of the named alone ('Jain 0.500 over 2 workers', one worker '100.0%', beside 100 unnamed)."""
+    path = tmp_path / "pool.json"
+    with nginx_by_hand(CONF, free_port, workers=2, timeout=30) as nginx:
+        args = ["latency", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-w", "2", "--pool"]
+        args += ["--requests-per-connection", "0", "-c", "4", "-n", "200", "--driver-procs", "1"]
+        result = run_cli([*args, "--json", str(path)])
+        assert result.exit_code == 0, result.output
+        logged = _logged(nginx.access_log, 200)
+    served = json.loads(path.read_text())["served"]
+    plain = sum(1 for line in logged if line == "hello")
+    assert len(logged) == 200 and 0 < plain == 200 - sum(served), (served, logged)
+    kept = result.stdout.split("kept connections per worker", 1)[1].split("pool: ", 1)[0]
+    for count in served:  # each worker's row: its requests, and their share of the 200 served
+        assert re.search(rf"\b{count}\s+-\s+{100 * count / 200:.1f}%", kept), kept
+    assert f"requests: {plain} of the 200 named no worker, so how evenly" in kept and "Jain" not in kept, kept

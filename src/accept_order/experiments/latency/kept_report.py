@@ -98,6 +98,17 @@ def unnamed_only(result: LatencyResult) -> bool:
     return bool(result.ok) and not sum(result.served) and not by_kernel(result) and not result.server.attach
 
 
+def unnamed_some(result: LatencyResult) -> int:
+    """The requests a server elsewhere served with replies naming no worker where others named one (a page answering
+    'worker PID' on some connections, 'hello' on others): on no row, so the rows' Jain and shares are not the
+    workers' ('Jain 0.500 over 2 workers', '100.0%' of a worker beside 100 requests whose workers nobody knows)."""
+    from ...servers.registry import known_by_replies  # with every kind: not at start-up (issue 30)
+
+    if not sum(result.served) or by_kernel(result) or result.server.attach or not known_by_replies(result.server):
+        return 0
+    return max(0, result.ok - sum(result.served))
+
+
 def kept_table(result: LatencyResult) -> Table | None:
     """One row per worker: connections accepted, held at the end, most held at once (its own count),
     requests served (the replies' count and its own), share, p50 and p99. None for one request each, or where no
@@ -119,6 +130,7 @@ def kept_table(result: LatencyResult) -> Table | None:
     took, answered, kernel = accepted(result) or found_holding(result), requests(result), by_kernel(result)
     shared = answered if answered is not None else took
     total = sum(shared) if shared is not None else 0
+    total += unnamed_some(result) if answered is not None else 0  # shares of all the requests served
     own = {c.index: c for c in result.counters}
     answered = answered if answered is not None else placed_requests(result)  # the holders found after a fill
     for i in range(len(result.served)):
@@ -173,6 +185,8 @@ def kept_lines(result: LatencyResult) -> list[Text]:
         first = f"requests: {result.ok:,} served, per worker not known (no reply named a worker); p99 {ms(overall)} ms"
     else:
         jain = f"Jain {requests_jain(result):.3f} over {over}" if sum(result.served) else "none served"  # no 1.000
+        if unnamed := unnamed_some(result):  # no Jain of the named alone
+            jain = f"{unnamed:,} of the {result.ok:,} named no worker, so how evenly the workers served is not known"
         first = (
             f"requests: {jain}; "
             f"p99 {ms(overall)} ms overall. accepted: the connections whose first reply named the worker; "
