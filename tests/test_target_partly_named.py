@@ -65,13 +65,18 @@ def test_run_says_the_server_answered_what_named_no_worker(free_port: int) -> No
     assert said in result.stdout and f"latency --target 127.0.0.1:{free_port} --protocol http' counts" in result.stdout
 
 
-def test_run_at_a_plain_page_says_answered_not_served_nothing(free_port: int) -> None:
+def test_run_at_a_plain_page_says_answered_not_served_nothing(tmp_path: Path, free_port: int) -> None:
     plain = one_server_conf("$status", location='return 200 "hello\\n";')
+    path = tmp_path / "run.json"
     with nginx_by_hand(plain, free_port, workers=2, timeout=30) as nginx:
-        result = run_cli(["run", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-n", "6"])
+        args = ["run", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-n", "6", "--json", str(path)]
+        result = run_cli(args)
         logged = _logged(nginx.access_log, 6)
+    saved = json.loads(path.read_text())  # kept before the refusal, its verdict not 'nothing served' either
+    assert saved["verdict"]["pattern"] == "not known: no reply named a worker" and len(saved["records"]) == 6
     assert result.exit_code == 1 and logged == ["200"] * 6, (result.output, logged)
-    (line,) = result.stderr.splitlines()  # the refusal: nothing of run's own (which worker) was measured
+    wrote, line = result.stderr.splitlines()  # the file, then the refusal: nothing of run's own (which worker)
+    assert wrote == f"wrote {path}" and line.startswith("accept-order: error: "), result.stderr
     assert "served nothing" not in line and "the server answered all 6 connections" in line, line
     assert "Verdict: not known: no reply named a worker" in result.stdout and "failed:" not in result.stdout
     assert "served 0 naming a worker, answered naming none 6, failed 0, driven 6" in result.stdout

@@ -110,6 +110,12 @@ def run_sequential(
                 dataclasses.replace(c, voluntary_switches=max(0, (c.voluntary_switches or 0) - (c.empty or 0)))
                 for c in woken
             )
+        judged = verdict(records, server.workers, model, why, woken, mechanism_known=resolved.kind.launched)
+        if records and not any(r.served for r in records) and all(r.error for r in records):
+            from .target_unanswered import UNNAMED_PATTERN, answered_unnamed  # a --target's page: not 'nothing served'
+
+            if all(answered_unnamed(server, r.error) for r in records):
+                judged = dataclasses.replace(judged, pattern=UNNAMED_PATTERN)
         result = RunResult(
             server=server,
             load=load,
@@ -117,7 +123,7 @@ def run_sequential(
             port=m.port,
             records=tuple(records),
             counters=m.counters,
-            verdict=verdict(records, server.workers, model, why, woken, mechanism_known=resolved.kind.launched),
+            verdict=judged,
             evidence={**m.evidence, **({"accept_log": accept_log} if accept_log else {})},
             wall_s=m.wall_s,
             unsettled=m.unsettled,
@@ -223,7 +229,9 @@ def run_latency(
         # attached by its master's pid: its children that start during the run (a reload) are counted too, and
         # the master's own accepts (Node's primary under SCHED_RR accepts every connection and passes it on)
         master = server.attach[0] if len(server.attach) == 1 and server.attach[0] not in target.pids else None
-        counter = AcceptCounter([*target.pids, *([master] if master is not None else [])], children_of=master)
+        # the accepts on its port alone: a server's workers may listen on others too (HAProxy's frontends)
+        pids = [*target.pids, *([master] if master is not None else [])]
+        counter = AcceptCounter(pids, children_of=master, ports=(target.address[1],))
         counter.start()
         try:
             summary = _driven(target)

@@ -60,6 +60,10 @@ def run_unnamed(server: ServerSpec, failures: Mapping[str, int]) -> str | None:
     )
 
 
+# run's verdict where every reply named no worker: the server answered each, so not 'nothing served' (analysis/order.py)
+UNNAMED_PATTERN = "not known: no reply named a worker"
+
+
 def answered_unnamed(server: ServerSpec, error: str | None) -> bool:
     """A run record's failure that is a --target's answer naming no worker: the server served it."""
     return error is not None and error.startswith(UNEXPECTED) and known_by_replies(server)

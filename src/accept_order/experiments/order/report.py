@@ -115,8 +115,10 @@ def run_report(result: RunResult) -> RenderableType:
     # serving with threads (an attached HAProxy): its threads' shares cannot be read
     threads = threads_note(result.evidence)
     said = f"not read per thread: {threads}" if threads else v.line() if result.served else v.pattern
-    if not result.served and any(_answered_unnamed(result, r) for r in result.records):
-        said = "not known: no reply named a worker"  # not 'nothing served': the server answered them
+    if not result.served and any(_answered_unnamed(result, r) for r in result.records):  # a file saved before
+        from ..target_unanswered import UNNAMED_PATTERN  # session.py keeps it as the verdict's pattern
+
+        said = UNNAMED_PATTERN  # not 'nothing served': the server answered them
     parts.append(Text.assemble(("Verdict: ", "bold green" if v.expected else "bold yellow"), said))
     parts.append(Text.assemble(("Why: ", "bold"), v.why))
     if not v.expected and v.model is not None:
