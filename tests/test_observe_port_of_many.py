@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import json
 import os
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cluster import dies_with
 from haproxy_by_hand import START_TIMEOUT_S, haproxy, pid_answering
 from nginx_by_hand import nginx_by_hand
@@ -204,3 +207,44 @@ def test_nginx_two_server_blocks_port_a_counts_a_alone() -> None:
     by_pid = {w.pid: w.accepts for w in result.workers}
     # each worker's accepts on A are the requests its pid logged for A (one request a connection)
     assert by_pid == {pid: sum(1 for line in on_a if line.split()[1] == str(pid)) for pid in nginx.workers}
+
+
+def test_latency_attach_port_a_counts_a_alone(tmp_path: Path) -> None:
+    """latency --attach's per-worker counts (the kernel's accepts, for replies naming no worker) are port A's alone
+    while another client keeps port B busy throughout: B's accepts were counted as A's connections served."""
+    a, b = free_port("127.0.0.1"), free_port("127.0.0.1")
+    out = tmp_path / "latency.json"
+    stop, on_b = threading.Event(), []
+
+    def other_client() -> None:  # B's own traffic, all through the run
+        while not stop.is_set():
+            get(b)
+            on_b.append(1)
+
+    with nginx_by_hand(NGINX_TWO_SERVERS, a, 2, 20.0, other=str(b)) as nginx:
+        beside = threading.Thread(target=other_client, daemon=True)
+        beside.start()
+        try:
+            argv = ["latency", "--attach", str(nginx.master), "--port", str(a), "--protocol", "http", "-n", "40"]
+            done = subprocess.run(
+                [sys.executable, "-m", "accept_order", *argv, "-c", "2", "--json", str(out)],
+                capture_output=True,
+                text=True,
+                timeout=CAP_S,
+            )
+        finally:
+            stop.set()
+            beside.join(CAP_S)
+        on_a = (nginx.directory / "a.log").read_text().splitlines()
+        logged_b = (nginx.directory / "b.log").read_text().splitlines()
+    assert done.returncode == 0, done.stderr
+    assert len(on_a) == 40 and len(logged_b) == len(on_b) > 0  # the witness: each server block's own log
+    doc = json.loads(out.read_text())
+    counts = doc["evidence"]["accept_counts"]
+    if not counts["available"]:
+        pytest.skip(f"no kernel accept counts here: {counts['why']}")
+    pids = [c["pid"] for c in doc["counters"]]
+    assert doc["served"] == [sum(1 for line in on_a if line.split()[1] == str(pid)) for pid in pids], (
+        doc["served"],
+        len(on_b),
+    )

@@ -14,11 +14,9 @@ ended before its descriptor was read, is counted, as it was before ports were to
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Collection, Mapping
 
-from .accept_watch import ThreadCounts
 from .proc_processes import namespace_listeners
 
 Fd = tuple[int, int]  # (pid, fd)
@@ -60,23 +58,19 @@ class ListenerPorts:
         return out
 
 
-def own_ports(totals: ThreadCounts, ports: Collection[int], listeners: ListenerPorts) -> ThreadCounts:
-    """`totals` less the accepts (and empty accepts) asked of listeners on other ports than `ports`. Applied twice,
-    the same: the accepts left out go from `on` and `empty_on` with their counts."""
-    taken = listeners.elsewhere(totals.on, ports)
-    found = listeners.elsewhere(totals.empty_on, ports)
-    if not taken and not found:
-        return totals
-    return dataclasses.replace(
-        totals,
-        accepted=_less(totals.accepted, taken),
-        empty=_less(totals.empty, found),
-        on={key: n for key, n in totals.on.items() if key not in taken},
-        empty_on={key: n for key, n in totals.empty_on.items() if key not in found},
-    )
+def own_port_counts(
+    counts: Mapping[int, int],
+    described: Mapping[tuple[int, int], int],
+    ports: Collection[int],
+    listeners: ListenerPorts,
+) -> dict[int, int]:
+    """An AcceptCounter's `counts` (by pid, or a thread worker's tid: /proc/TID/fd is its process's table) less the
+    accepts `described` (by key and fd + 1: bpftrace_readings.parse_descriptors) asked of listeners on other ports."""
+    out = listeners.elsewhere({(key, key, fd): n for (key, fd), n in described.items()}, ports)
+    return {key: n for (key, _), n in less({(k, k): n for k, n in counts.items()}, out).items()}
 
 
-def _less(counts: Mapping[tuple[int, int], int], out: Mapping[OnKey, int]) -> dict[tuple[int, int], int]:
+def less(counts: Mapping[tuple[int, int], int], out: Mapping[OnKey, int]) -> dict[tuple[int, int], int]:
     left = dict(counts)
     for (pid, tid, _), n in out.items():
         left[(pid, tid)] = max(0, left.get((pid, tid), 0) - n)

@@ -14,6 +14,9 @@ from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END
 
 EAGAIN = 11  # an accept that found no connection waiting
 READING_MS = 250  # how often the program prints its running counts (bpftrace_readings.py)
+# + our pid: the scheduling policy (none such: EINVAL) whose sched_get_priority_max a port-counting program takes for
+# 'count from now' (begin()); accept_watch's are 0x20000000 and 0x40000000
+BEGIN_POLICY = 0x10000000
 BTF = "/sys/kernel/btf/vmlinux"  # the kernel's own type information: bpftrace reads task_struct's fields from it
 
 
@@ -34,15 +37,39 @@ def refused_parent(stderr: bytes) -> bool:
     return any(word in line for word in PARENT_WORDS)
 
 
-def program(pids: Sequence[int] | None, children_of: int | None = None, threads: frozenset[int] = frozenset()) -> str:
+def program(
+    pids: Sequence[int] | None,
+    children_of: int | None = None,
+    threads: frozenset[int] = frozenset(),
+    descriptors: bool = False,
+) -> str:
     """The bpftrace script: count successful accepts per tgid (bpftrace's `pid`), or per thread for the workers
     among `threads` (thread_workers), print them every READING_MS (what stands if END never comes) and at END.
 
     The pid filter is in the predicate so that other processes never reach the map: a busy machine
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
-    lets the children of one process in too (a master whose reload starts new workers mid-run)."""
+    lets the children of one process in too (a master whose reload starts new workers mid-run). `descriptors`: the
+    accepts (and empty ones) by the descriptor each was asked of too (@on, @eon: key, fd + 1, 0 where the call began
+    before the probes attached), at END: accept_ports.py reads which port's listener it is, so that a server's other
+    ports are told apart (a tracepoint argument: no kernel struct read, bpftrace's start-up as cheap)."""
     pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", children_of=children_of, threads=threads)
     key = counted_as(threads)
+    asked = on = eon = ends = marks = ""
+    if descriptors:
+        # after the exit probe: bpftrace 0.17 attaches the last first, so that an accept made while it attaches is
+        # not counted with its descriptor unseen (before: ~100 a worker, 4,000 a second to another port); and from
+        # begin() on only (`marker`), where the window opens, none of those made while it attached at all
+        enter = accepted_by(pids, "args->fd >= 0", children_of=children_of, threads=threads)
+        asked = (
+            "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
+            f"/{enter}/ {{ @fd[tid] = args->fd + 1; }}\n"
+        )
+        marks = "tracepoint:syscalls:sys_enter_sched_get_priority_max "
+        marks += f"/args->policy == {BEGIN_POLICY + os.getpid()}/ {{ @begun = 1; }}\n"
+        pred += " && @begun == 1"
+        on, eon = f" @on[{key}, @fd[tid]] = count();", f" @eon[{key}, @fd[tid]] = count();"
+        on_end = f'printf("{readings.DESCRIPTORS_COUNTED}\\n"); print(@on); print(@eon); clear(@on); clear(@eon); '
+        ends = on_end + "clear(@fd); clear(@begun); "
     # clear() after print: bpftrace prints every non-empty map again on exit. The accepts that came back empty
     # (@empty: EAGAIN) at END only, marked as counted (bpftrace_readings.parse_empty): none after a run's accepts
     # is a server that takes one connection a wakeup (nginx's multi_accept off), the model's batch. And the time
@@ -51,18 +78,21 @@ def program(pids: Sequence[int] | None, children_of: int | None = None, threads:
     # @took goes as it exits, so the map holds only live threads of the watched processes that took a connection
     # (bpftrace's maps keep 4,096 keys and drop the rest silently): kept, a master forking a worker per connection
     # or recycling them (gunicorn's max_requests) filled it with the dead, and no gap was timed after
+    forget = " delete(@fd[tid]);" if descriptors else ""
     return (
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
         f"/{pred}/\n"
-        f"{{ if (args->ret >= 0) {{ @[{key}] = count(); @took[tid] = nsecs; }} else {{ @empty[{key}] = count(); }} }}\n"
+        f"{{ if (args->ret >= 0) {{ @[{key}] = count(); @took[tid] = nsecs;{on} }} "
+        f"else {{ @empty[{key}] = count();{eon} }}{forget} }}\n"
         "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
         "/@took[tid]/\n"  # only the threads the filter let take a connection
         f"{{ $g = (nsecs - @took[tid]) / 1000; delete(@took[tid]); {GAP_BUCKETS} @gap[$k] = count(); }}\n"
         "tracepoint:sched:sched_process_exit /@took[tid]/ { delete(@took[tid]); }\n"  # each thread's exit
+        f"{asked}{marks}"
         f"{readings.reading_probe(READING_MS, 'print(@);')}"
         f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{readings.EMPTY_COUNTED}\\n"); '
         f'print(@empty); clear(@empty); printf("{readings.GAPS_COUNTED}\\n"); print(@gap); clear(@gap); '
-        f'clear(@took); printf("{COUNTS_END}\\n"); }}\n'
+        f'clear(@took); {ends}printf("{COUNTS_END}\\n"); }}\n'
     )
 
 
@@ -73,3 +103,11 @@ GAP_BUCKETS = (
     "else if ($g < 100000) { $k = 190 + ($g - 10000) / 1000; } else if ($g < 1000000) { $k = 280 + ($g - 100000) / "
     "10000; }"
 )
+
+
+def begin() -> None:
+    """Count from now on: a program with `descriptors` takes this call for its flag (no such policy: EINVAL)."""
+    try:
+        os.sched_get_priority_max(BEGIN_POLICY + os.getpid())
+    except OSError:
+        pass

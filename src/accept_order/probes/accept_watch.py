@@ -21,10 +21,11 @@ import dataclasses
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .accept_counts import AcceptCounts
+from .accept_ports import ListenerPorts, less
 from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, accepted_by
 from .accepts import SOURCE as COUNTER_SOURCE
 from .bpftrace_readings import ReadingClock, reading_probe
@@ -190,6 +191,22 @@ class AcceptWatch(AcceptCounter):
             # finds the END block's framing in what it reads after this.
             del self._out[:end]
         return ThreadCounts(dict(self._accepted), dict(self._empty), dict(self._on), dict(self._empty_on))
+
+
+def own_ports(totals: ThreadCounts, ports: Collection[int], listeners: ListenerPorts) -> ThreadCounts:
+    """`totals` less the accepts (and empty accepts) asked of listeners on other ports than `ports`. Applied twice,
+    the same: the accepts left out go from `on` and `empty_on` with their counts."""
+    taken = listeners.elsewhere(totals.on, ports)
+    found = listeners.elsewhere(totals.empty_on, ports)
+    if not taken and not found:
+        return totals
+    return dataclasses.replace(
+        totals,
+        accepted=less(totals.accepted, taken),
+        empty=less(totals.empty, found),
+        on={key: n for key, n in totals.on.items() if key not in taken},
+        empty_on={key: n for key, n in totals.empty_on.items() if key not in found},
+    )
 
 
 def _mark(policy: int) -> None:

@@ -31,10 +31,11 @@ from ..core.started import Closing
 from . import bpftrace_readings as readings
 from .accept_counts import AcceptCounts
 from .accept_filter import accepted_by, thread_workers
-from .accept_program import following, program, refused_parent
+from .accept_ports import ListenerPorts, own_port_counts
+from .accept_program import begin, following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
-from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts, parse_empty, parse_gaps
+from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END, parse_counts, parse_descriptors, parse_empty, parse_gaps
 from .tracefs import MOUNTED, TRACEFS, ensure_tracefs, unmount_tracefs
 
 # bpftrace compiles its program (LLVM) before it attaches: 1-3 s here when quiet, over 10 s beside a loaded test
@@ -72,10 +73,14 @@ def _child_setup(parent: int) -> None:
 class AcceptCounter(Closing):
     """bpftrace as a child, counting successful accepts of `pids` (None: of every process), and, with
     `children_of` (a master's pid) on a kernel with BTF, those of its children that are not among them: the
-    workers it starts during the window (AcceptCounts.appeared)."""
+    workers it starts during the window (AcceptCounts.appeared). With `ports` (and pids), only the accepts on those
+    ports' listeners are counted: a worker listening on others too accepts there as well (accept_ports.py)."""
 
-    def __init__(self, pids: Sequence[int] | None = None, children_of: int | None = None) -> None:
+    def __init__(
+        self, pids: Sequence[int] | None = None, children_of: int | None = None, ports: Sequence[int] = ()
+    ) -> None:
         self.pids: tuple[int, ...] | None = None if pids is None else tuple(dict.fromkeys(int(p) for p in pids))
+        self.ports = tuple(ports) if self.pids else ()
         self.threads = thread_workers(self.pids or ())
         self.children_of = following(children_of) if pids is not None else None
         self.attach_s: float | None = None  # how long start() waited for the probes to attach
@@ -90,6 +95,8 @@ class AcceptCounter(Closing):
 
     def program(self) -> str:
         """The bpftrace script this counter runs (a subclass may print more, see accept_log.py)."""
+        if self.ports:
+            return program(self.pids, self.children_of, self.threads, descriptors=True)
         if self.threads:
             return program(self.pids, self.children_of, self.threads)
         return program(self.pids) if self.children_of is None else program(self.pids, self.children_of)
@@ -125,6 +132,7 @@ class AcceptCounter(Closing):
         began = time.monotonic()
         if self._launch(exe, timeout_s):
             self.attach_s = time.monotonic() - began
+            self._begin()
             return
         if (
             self.children_of is not None
@@ -144,6 +152,7 @@ class AcceptCounter(Closing):
             self._out, self._err = bytearray(), bytearray()
             if self._launch(exe, timeout_s):
                 self.attach_s = time.monotonic() - began
+                self._begin()
                 return
         if self._proc is None:  # it could not be run: _launch said why
             self.close()
@@ -159,6 +168,11 @@ class AcceptCounter(Closing):
         else:
             self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{not_loaded_hint(err)}"
         self.close()
+
+    def _begin(self) -> None:
+        """Open the window of a program counting by port (accept_program's `descriptors`): from here on."""
+        if self.ports:
+            begin()
 
     def _launch(self, exe: str, timeout_s: float) -> bool:
         """Start bpftrace on this counter's program; True once its tracepoints are attached (self._proc set either
@@ -284,15 +298,20 @@ class AcceptCounter(Closing):
                 return self._result
             counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))
             before_s = round(max(0.0, began - reading[0]), 6)  # above 0 however near: accepts may be missed
+        printed = bytes(self._out)
+        empty = parse_empty(printed)
+        if self.ports and self.pids and not short and (described := parse_descriptors(printed)) is not None:
+            # the accepts on the workers' other ports left out (a periodic reading, END missed, counts them all)
+            listeners = ListenerPorts(self.pids[0])
+            counts = own_port_counts(counts, described[0], self.ports, listeners)
+            if empty is not None:
+                empty = own_port_counts(empty, described[1], self.ports, listeners)
         appeared: dict[int, int] = {}
         if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
             appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
             counts = {pid: counts.get(pid, 0) for pid in self.pids}
         why = "; ".join([SOURCE, *self._notes, *([short] if short else [])])
-        printed = bytes(self._out)
-        self._result = AcceptCounts(
-            counts, True, why, appeared, short, before_s, parse_empty(printed), parse_gaps(printed)
-        )
+        self._result = AcceptCounts(counts, True, why, appeared, short, before_s, empty, parse_gaps(printed))
         self.close()
         return self._result
 

@@ -66,6 +66,25 @@ def parse_gaps(stdout: bytes) -> dict[int, int] | None:
     return {int(k): int(n) for k, n in _GAP_LINE.findall(stdout[marked:tail])}
 
 
+DESCRIPTORS_COUNTED = "accept-order accepts by descriptor"  # END's line before @on and @eon (accept_program)
+_ON_LINE = re.compile(rb"^@(on|eon)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
+Described = dict[tuple[int, int], int]  # (pid, or a thread worker's tid; the descriptor asked of + 1) -> accepts
+
+
+def parse_descriptors(stdout: bytes) -> tuple[Described, Described] | None:
+    """The accepts that took a connection and those that came back empty, by (key, fd + 1), from the END block
+    (accept_program.program's `descriptors`); None where it is not all there or did not count them."""
+    head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
+    marked = stdout.find(DESCRIPTORS_COUNTED.encode(), max(head, 0))
+    if head < 0 or tail < head or not head < marked < tail:
+        return None
+    took: Described = {}
+    empty: Described = {}
+    for which, key, fd, n in _ON_LINE.findall(stdout[marked:tail]):
+        (took if which == b"on" else empty)[(int(key), int(fd))] = int(n)
+    return took, empty
+
+
 def gap_us(bucket: int) -> float:
     """The middle of a gap bucket, µs (the last, 990 ms and over, read as 995 ms: a gap of a second or more reads
     short)."""

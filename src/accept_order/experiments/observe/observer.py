@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 
 from ...core import environment
-from ...probes.accept_ports import ListenerPorts, own_ports
-from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts
+from ...probes.accept_ports import ListenerPorts
+from ...probes.accept_watch import SOURCE, AcceptWatch, ThreadCounts, own_ports
 from ...probes.listen_drops import DropsReading, dropped_between, summed
 from ...probes.listeners import drops_reading
 from ...probes.server_netns import same_namespace
