@@ -116,3 +116,21 @@ def test_a_pool_gives_no_jain_of_the_named_alone(tmp_path: Path, free_port: int)
     for count in served:  # each worker's row: its requests, and their share of the 200 served
         assert re.search(rf"\b{count}\s+-\s+{100 * count / 200:.1f}%", kept), kept
     assert f"requests: {plain} of the 200 named no worker, so how evenly" in kept and "Jain" not in kept, kept
+
+
+def test_run_where_some_answered_naming_none_and_others_failed(tmp_path: Path, free_port: int) -> None:
+    """Answers naming no worker beside connections closed unanswered (nginx's 444 on an odd serial): still not
+    'served nothing', in the line or the file's verdict (either said so where one connection was not such an answer:
+    the refusal's rule was every one, as a run Ctrl-C stopped, its last connection aborted, saved it)."""
+    close_odd = 'if ($connection ~ "[13579]$") {{ return 444; }} return 200 "hello\\n";'
+    conf = one_server_conf("$status", location=close_odd)
+    path = tmp_path / "run.json"
+    with nginx_by_hand(conf, free_port, workers=2, timeout=30) as nginx:
+        args = ["run", "--target", f"127.0.0.1:{free_port}", "--protocol", "http", "-n", "6", "--json", str(path)]
+        result = run_cli(args)
+        logged = _logged(nginx.access_log, 6)
+    answered = logged.count("200")
+    assert result.exit_code == 1 and 0 < answered < 6 and logged.count("444") == 6 - answered, logged
+    line = result.stderr.splitlines()[-1]
+    assert line.startswith("accept-order: error: no reply named a worker: ") and "served nothing" not in line, line
+    assert json.loads(path.read_text())["verdict"]["pattern"] == "not known: no reply named a worker"

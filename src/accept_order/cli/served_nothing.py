@@ -78,14 +78,25 @@ def end_if_nothing_served(tallies: Sequence[Tally], hosts_lost: str | None = Non
 def why_unserved(t: Tally, who: str = "") -> list[str]:
     """The clauses for one run that served nothing: its failures, then what would have them answered."""
     from ..core.protocol import BAD_REPLY, EMPTY_200, describe_error
-    from ..experiments.target_unanswered import SILENT, line_client_unanswered, run_unnamed, tls_note, tls_spoken
+    from ..experiments.target_unanswered import (
+        SILENT,
+        answered_unnamed,
+        line_client_unanswered,
+        run_unnamed,
+        tls_note,
+        tls_spoken,
+    )
     from ..servers.registry import known_by_replies
 
     if (told := run_unnamed(t.server, t.errors)) is not None:  # run --target at a stock page: answered, not served
         return [f"{who}{told}"]  # not 'served nothing': its access log had every one
     failed = {name for name, n in t.errors.items() if n}
     reasons = ", ".join(f"{n} × {describe_error(name)}" for name, n in sorted(t.errors.items(), key=lambda kv: -kv[1]))
-    said = [f"{who}served nothing: " + (reasons or "no request was sent")]
+    # run --target: a reply naming no worker was an answer (the server served it), so not 'served nothing'
+    answered = any(answered_unnamed(t.server, name) for name in failed)
+    said = [
+        f"{who}{'no reply named a worker' if answered else 'served nothing'}: " + (reasons or "no request was sent")
+    ]
     if known_by_replies(t.server) and failed == {BAD_REPLY}:  # a stock server's page
         said.append(
             "the server answered, but no reply named a worker: --target attributes each connection by its "

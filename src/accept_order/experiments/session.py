@@ -111,10 +111,10 @@ def run_sequential(
                 for c in woken
             )
         judged = verdict(records, server.workers, model, why, woken, mechanism_known=resolved.kind.launched)
-        if records and not any(r.served for r in records) and all(r.error for r in records):
-            from .target_unanswered import UNNAMED_PATTERN, answered_unnamed  # a --target's page: not 'nothing served'
+        if records and not any(r.served for r in records):  # one answered naming no worker: not 'nothing served'
+            from .target_unanswered import UNNAMED_PATTERN, answered_unnamed  # (a --target's page; the report's rule)
 
-            if all(answered_unnamed(server, r.error) for r in records):
+            if any(answered_unnamed(server, r.error) for r in records):
                 judged = dataclasses.replace(judged, pattern=UNNAMED_PATTERN)
         result = RunResult(
             server=server,
