@@ -60,7 +60,8 @@ def run_unnamed(server: ServerSpec, failures: Mapping[str, int]) -> str | None:
     )
 
 
-# run's verdict where every reply named no worker: the server answered each, so not 'nothing served' (analysis/order.py)
+# run's verdict where no reply named a worker and some were answers: the server served those, so not 'nothing served'
+# (analysis/order.py's word for an empty sequence)
 UNNAMED_PATTERN = "not known: no reply named a worker"
 
 
@@ -78,10 +79,10 @@ RUN_PARTLY = (
 
 
 def run_partly_unnamed(server: ServerSpec, served: int, failures: Mapping[str, int]) -> str | None:
-    """run --target where some replies named a worker (`served`) and others none (failed as an unexpected reply,
-    `failures`: each error -> connections): that the server answered those, which the failures' list does not say
-    (a proxy in front of accept-order serve and a plain nginx: '5 of 10 connections failed' the nginx had served).
-    None where none named a worker (run_unnamed says more) or none failed so."""
+    """run --target where some replies named a worker (`served`) and others none (recorded as an unexpected reply;
+    `failures`: each record's error -> connections): that the server served those, out of the table and verdict (a
+    proxy in front of accept-order serve and a plain nginx read '5 of 10 connections failed' the nginx had served).
+    None where none named a worker (run_unnamed says more) or none was such an answer."""
     unnamed = sum(n for name, n in failures.items() if answered_unnamed(server, name))
     if not served or not unnamed:
         return None
