@@ -126,6 +126,8 @@ def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
     assert lines.count("frontend fa") == ON_A and lines.count("frontend fb") == ON_B, lines  # the witness
     assert result.threaded and len(result.workers) == 2
     assert sum(w.accepts or 0 for w in result.workers) == ON_A  # was ON_A + ON_B: B's frontend's too
+    said = f"the workers listen on port {b} too: the accepts and connections above are port {a}'s alone"
+    assert any(note.startswith(said) for note in result.notes), result.notes  # their CPU is every port's
 
 
 def test_haproxy_reload_newcomer_credited_its_port_a_alone(tmp_path: Path) -> None:

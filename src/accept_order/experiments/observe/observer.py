@@ -18,6 +18,7 @@ from ...servers.watched import gone
 from .load import LoadSampler
 from .mechanism import Reading
 from .newcomers import Newcomers, followed_comms
+from .reloaded import listening_ports
 from .result import ObservedMechanism, ObservedWorker, ObserveInterval, ObserveResult
 from .sampling import SAMPLE_EVERY_S, Holdings, PacedUsage, QueueSampler, Usage, counters, paced
 from .server import Watched
@@ -63,6 +64,7 @@ class Observer:
         self.acceptor_watch = AcceptWatch([watched.acceptor], gated=True) if trace and watched.acceptor else None
         # the port each accept was on: --port A counts A's alone where the workers listen on others too
         self.listener_ports = ListenerPorts(watched.netns_pid)
+        self.other_ports = tuple(sorted(set().union(*map(listening_ports, watched.workers)) - set(watched.ports)))
         self.queue = QueueSampler(watched)
         self.every_s = SAMPLE_EVERY_S  # the listen queue's pace
         self.hold_every_s = SAMPLE_EVERY_S  # untraced: the pace of looking for who holds what

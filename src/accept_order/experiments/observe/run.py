@@ -200,11 +200,31 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
             f"a replacement's) {unwatched}"
         )
     notes += observer.load.notes(watched.threaded, watched.program)
+    notes += other_ports_note(observer)
     if observer.everyone_gone():
         notes.append(every_worker_exited(watched.master, None if reload is None else replaced_note(reload, name)))
     if observer.watched.master is not None and gone(observer.watched.master):
         notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
     return dataclasses.replace(observer.result(interrupted, tuple(notes)), handoff=handoff, reloaded=reload)
+
+
+def other_ports_note(observer: Observer) -> list[str]:
+    """Where the workers listen on other ports than those observed (--port A of HAProxy's two frontends): the accepts
+    and connections are the observed ports' alone (probes/accept_ports.py), their CPU and sleeps every port's work."""
+    other = observer.other_ports
+    if not other:
+        return []
+    ports = ", ".join(map(str, other))
+    how = (
+        "the kernel's count, each accept placed by the listener it was asked of"
+        if observer.traced
+        else "each connection placed by its local port"
+    )
+    return [
+        f"the workers listen on port{'s' if len(other) > 1 else ''} {ports} too: the accepts and connections above "
+        f"are port{'s' if len(observer.watched.ports) > 1 else ''} {', '.join(map(str, observer.watched.ports))}'s "
+        f"alone ({how}), but their CPU, sleeps and context switches are the work of every port they serve"
+    ]
 
 
 def _newcomers(observer: Observer, totals: ThreadCounts | None) -> tuple[dict[int, float], dict[int, int] | None]:
