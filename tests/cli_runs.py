@@ -75,9 +75,10 @@ def run_cli(
     command = f"accept-order {' '.join(args)}"
     try:
         with bounded(timeout_s, command):
-            result = CliRunner().invoke(
-                main, list(args), catch_exceptions=True, env=env, input=input, prog_name=prog_name
-            )
+            # prog_name only when given: an explicit None reaches click's main(), which then takes the name from
+            # sys.argv[0] ('-c' in an xdist worker) instead of CliRunner's default (the group function's, 'main')
+            named = {} if prog_name is None else {"prog_name": prog_name}
+            result = CliRunner().invoke(main, list(args), catch_exceptions=True, env=env, input=input, **named)
     except CommandHung as hung:
         raise AssertionError(f"{hung} (in this process: run_cli's bound)") from None
     if result.exception is not None and not isinstance(result.exception, SystemExit):
