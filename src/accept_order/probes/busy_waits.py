@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.signal_order import start_thread
+from .held_connections import HeldConnections
 from .proc_read import read_proc
 from .proc_waits import (
     ACCEPTS,
@@ -65,13 +66,16 @@ EVERY_S = 0.005  # 200 looks a second: a 2-s run's busy share to about ±2% (bin
 # looked at less often
 MOST_READS_S = 600
 MAX_WORKERS = 64
+# how often the connections the server holds at once are counted (held_connections.py): a sock_diag dump walks every
+# TCP socket of the host, 2.9 ms of a CPU here among 19,000 in TIME_WAIT (left by earlier runs), so 3% of one
+HELD_EVERY_S = 0.1
 
 
 @dataclass
 class _Worker:
     pid: int
     threads: int = 0  # as the run started: a worker of several is not read, and the model says it counted it one
-    # as the run ended: a pool that starts its threads on demand (gunicorn's gthread, Python's ThreadPoolExecutor) is
+    # as the run ended: a pool that starts its threads on demand (gunicorn's gthread, a Python thread pool) is
     # one thread at the start, and its looks read its main thread alone (0: gone)
     threads_end: int = 0
     # its descriptors of the listeners, read at its first look in poll or select (None: not read, or none held): a
@@ -100,11 +104,14 @@ class BusySampler:
         read: Callable[[str], bytes | None] = read_proc,
         listeners: Collection[int] = (),
         clock: Callable[[], float] = time.monotonic,
+        held: HeldConnections | None = None,
     ) -> None:
         """`listeners`: the inodes of the server's listening sockets, whose descriptors a worker's poll or select
         waits on between connections (none given: every poll and select is taken for such a wait); `clock`: the
-        seconds each look is timed by (a test's own)."""
+        seconds each look is timed by (a test's own); `held`: what counts the connections the server holds at once,
+        read every HELD_EVERY_S with a look (a worker of one thread that holds several is an event loop)."""
         self._listeners = frozenset(listeners)
+        self._held, self._held_at = held, float("-inf")
         self._workers = [_Worker(pid) for pid in pids[:MAX_WORKERS]]
         self._every, self._read = max(every, len(self._workers) / MOST_READS_S), read
         self._stop = threading.Event()
@@ -135,6 +142,9 @@ class BusySampler:
         since, self._last = now - self._last, now  # what this look stands for: the time since the one before
         for worker in looking:
             self._look(worker, since)
+        if self._held is not None and looking and now - self._held_at >= HELD_EVERY_S:
+            self._held.read()
+            self._held_at = now
         return bool(looking)
 
     def _look(self, worker: _Worker, since: float) -> None:
@@ -170,9 +180,12 @@ class BusySampler:
             self._thread.join()
         for worker in self._workers:
             worker.threads_end = _threads(worker.pid) if worker.threads else 0
+        if self._held is not None:
+            self._held.close()
         if not any(w.threads for w in self._workers):
             return None  # none there to read
         return {
+            **({} if self._held is None else self._held.evidence()),
             "span_s": round(span, 6),
             "workers": [
                 {
