@@ -28,6 +28,7 @@ from nginx_by_hand import nginx_by_hand
 
 from accept_order.experiments.observe.result import ObserveResult
 from accept_order.experiments.observe.run import observe
+from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 
 CAP_S = 120.0  # the window ends once the load is done; this only bounds a hang
@@ -126,6 +127,9 @@ def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
     assert lines.count("frontend fa") == ON_A and lines.count("frontend fb") == ON_B, lines  # the witness
     assert result.threaded and len(result.workers) == 2
     assert sum(w.accepts or 0 for w in result.workers) == ON_A  # was ON_A + ON_B: B's frontend's too
+    if result.serving_looks:  # the per-thread bytes: a connection opened in the window counts from its start
+        bytes_line = "their bytes (each connection's from its start, or the first look for one open as observe began"
+        assert any(bytes_line in line for line in verdict(result)), verdict(result)
     said = f"the workers listen on port {b} too: the accepts and connections above are port {a}'s alone"
     assert any(note.startswith(said) for note in result.notes), result.notes  # their CPU is every port's
 

@@ -13,7 +13,7 @@ from accept_order.experiments.observe.result import ObservedWorker, ObserveResul
 from accept_order.experiments.observe.verdict import verdict
 
 GOLDEN = Path(__file__).parent / "data" / "golden" / "observe.json"
-TO_CLOSE = "none carried data from its first look to its close or the end"
+TO_CLOSE = "none carried data from its start (or the first look, if open as observe began) to its close or the end"
 BETWEEN = "none carried data between two looks at it"
 
 

@@ -208,7 +208,7 @@ def _no_bytes(result: ObserveResult, held: list[int], seen: list[int]) -> str:
         top = max(range(n), key=lambda i: seen[i])
         who = f"none open now; worker {top} held {seen[top]:,} of them" if n > 1 else "none open now"
     counted = (
-        "from its first look to its close or the end"
+        "from its start (or the first look, if open as observe began) to its close or the end"
         if result.closes_counted is not None and not _tails_unread(result)
         else "between two looks at it (what a connection carries after its last look is not counted)"
     )

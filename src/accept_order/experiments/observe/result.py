@@ -58,7 +58,8 @@ class ObservedWorker:
     serving_peak: int | None = None
     serving_seen: int | None = None
     serving_from: int | None = None
-    # what the connections its epoll watched carried while observed (each counted from its first look to its close);
+    # what the connections its epoll watched carried while observed (each counted from its start, or from the first
+    # look for one open as observe began, to its close);
     # None: not split (as serving_seen), or a file from before
     serving_bytes_in: int | None = None
     serving_bytes_out: int | None = None

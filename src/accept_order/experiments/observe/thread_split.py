@@ -178,7 +178,9 @@ def _bytes(result: ObserveResult) -> str:
     moved_in = ", ".join("-" if w.serving_bytes_in is None else f"{w.serving_bytes_in:,}" for w in result.workers)
     moved_out = ", ".join("-" if w.serving_bytes_out is None else f"{w.serving_bytes_out:,}" for w in result.workers)
     return (
-        f"; their bytes (each connection's from its first look to its close, to the thread whose epoll watched it): "
+        # a connection open as observe began counts from that first look, one opened since from its start (load.py)
+        "; their bytes (each connection's from its start, or the first look for one open as observe began, to its "
+        f"close, to the thread whose epoll watched it): "
         f"{moved_in} in, {moved_out} out (a connection no look placed, opened and closed between two, is in none)"
     )
 
