@@ -245,9 +245,11 @@ def replaced_note(reload: Reloaded, program: str) -> str:
     which = f"pid {serving[0]}" if len(serving) == 1 else f"pids {', '.join(map(str, serving))}"
     starts = dict(zip(reload.pids, reload.starts, strict=False))
     at = starts.get(serving[0], reload.after_s)  # the first of those serving on (a file from before: the first's)
+    # where the kernel counted its accepts, the note above credits them: not 'does not watch' beside it
+    unwatched = "which is not among the workers above" if reload.accepts else "which observe does not watch"
     return (
         f"every worker watched had exited: {program} serves on in {which}, started {at:.1f} s into the "
-        "window (see the note above), which observe does not watch, so it ended there"
+        f"window (see the note above), {unwatched}, so it ended there"
     )
 
 

@@ -202,7 +202,8 @@ def _finish(observer: Observer, finish: Finish, interrupted: bool = False) -> Ob
     notes += observer.load.notes(watched.threaded, watched.program)
     notes += other_ports_note(observer)
     if observer.everyone_gone():
-        notes.append(every_worker_exited(watched.master, None if reload is None else replaced_note(reload, name)))
+        replaced = None if reload is None else replaced_note(reload, name)
+        notes.append(every_worker_exited(watched.master, replaced, counted=reload is not None and bool(reload.accepts)))
     if observer.watched.master is not None and gone(observer.watched.master):
         notes.append(f"the master (pid {observer.watched.master}) exited while it was observed")
     return dataclasses.replace(observer.result(interrupted, tuple(notes)), handoff=handoff, reloaded=reload)

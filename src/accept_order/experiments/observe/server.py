@@ -260,10 +260,11 @@ def _started(pid: int) -> tuple[int, int]:
         return 1 << 62, pid
 
 
-def every_worker_exited(master: int | None, replaced: str | None = None) -> str:
+def every_worker_exited(master: int | None, replaced: str | None = None, counted: bool = False) -> str:
     """The note where every worker watched exited. A master that runs on has replaced them (gunicorn's
-    --max-requests, a reload): the server did not stop, observe did (the new workers are not watched). `replaced`:
-    what a newcomer holding its listener says (reloaded.py's replaced_note), where no master runs on with others."""
+    --max-requests, a reload): the server did not stop, observe did (the new workers are not watched, or, `counted`,
+    their accepts are said in a note of their own: a reload's newcomers the kernel counted). `replaced`: what a
+    newcomer holding its listener says (reloaded.py's replaced_note), where no master runs on with others."""
     if master is None or gone(master):
         return replaced or "every worker had exited: the server stopped while it was observed"
     if not [child for child in children_of([master]) if not gone(child)]:  # none replaced them (yet)
@@ -272,6 +273,11 @@ def every_worker_exited(master: int | None, replaced: str | None = None) -> str:
         return (
             f"every worker watched had exited and the master (pid {master}) has no other: it may be stopping, or "
             "be about to replace them (the master of a server that stops exits after its workers)"
+        )
+    if counted:  # beside the note crediting them, not 'not watched'
+        return (
+            f"every worker watched had exited while the master (pid {master}) runs on: observe ended there; the "
+            "workers that replaced them are not among those above (the note on them says what each accepted)"
         )
     return (
         f"every worker watched had exited while the master (pid {master}) runs on: observe ended there, as the "
