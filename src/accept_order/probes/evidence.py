@@ -119,8 +119,10 @@ class EvidenceCapture:
         self._times = thread_times(pids)
         if self._look_busy and pids:
             from .busy_waits import BusySampler
+            from .held_connections import HeldConnections
 
-            self._busy = BusySampler(pids, listeners=[row.inode for row in rows])
+            inodes = frozenset(row.inode for row in rows)
+            self._busy = BusySampler(pids, listeners=inodes, held=HeldConnections(port, inodes))
             self._busy.start()
         from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
 

@@ -160,6 +160,9 @@ EVIDENCE = Record(
         "busy_waits": Record(
             {
                 "span_s": Number(),
+                # reads of the connections the server held accepted and open, by how many each found (one that
+                # did not see its listener not counted: probes/held_connections.py)
+                "held": MapOf(Integer()),
                 "workers": ListOf(
                     Record(
                         {

@@ -9,26 +9,69 @@ multi_accept off; 2 workers attached, -n 2,000) had 3-31 empty accepts at 50 cli
 wait would make, and modelled one a wakeup its p99 was predicted 0.22 of the measured one (median of 5 runs), against
 0.42 as 'all'; at 200 clients 0.29 against 0.41 (4 runs; load 7-15, Linux 6.18.44, 2 vCPUs). What each worker serves at
 once is the serving kind's (ServerKind.connections_at_once), and where its config decides (gunicorn's worker class,
-uWSGI's threads, Apache's MPM) a worker of one thread is taken to serve one at a time; a worker of several is a pool."""
+uWSGI's threads, Apache's MPM) a worker of one thread is taken to serve one at a time; a worker of several is a pool.
+
+One thread is not enough where the config picks an event loop for it (gunicorn -k uvicorn.workers.UvicornWorker or
+gevent, uWSGI's async modes): the connections the server held open at once, counted during the run (evidence
+busy_waits' held, probes/held_connections.py), tell. PyPI's gunicorn 27 of UvicornWorker (uvloop; 3 workers, an app
+awaiting 2 ms, -n 2,000 -c 12) came back empty from 8 accepts of 2,000 and read as one-thread workers was modelled one
+connection a wakeup; it held 9 to 11 at the median of the reads that found any held, its sync workers 2 to 3 (the
+reads overcount: held_connections.py), so a median over twice the workers is an event loop (load 2-5, Linux 6.18.44,
+2 vCPUs)."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ...probes.busy_waits import worker_threads
 from .result import LatencyResult
 from .serving_kind import serving_kind
 
+MIN_HELD_READS = 5  # reads that found connections held, for their median to say more than the kind does
+HELD_SLACK = 2  # a median over this many times the workers: each holds several (the reads overcount a little)
+
 
 def one_at_a_time(result: LatencyResult) -> str | None:
     """Why each worker of the server serves one connection at a time ("gunicorn's workers, one thread each"), for the
-    model's note; None where they do not (an event loop), or it is not known (a program this tool does not name, a
-    file from before the program was recorded, a worker's threads not read)."""
+    model's note; None where they do not (an event loop, or a server found holding many more connections at once
+    than it has workers), or it is not known (a program this tool does not name, a file from before the program was
+    recorded, a worker's threads not read)."""
     kind = serving_kind(result)
     at_once = kind.connections_at_once if kind is not None else None
     if kind is None or at_once not in ("one", "one a thread"):
         return None
-    if at_once == "one":
-        return f"{kind.name}'s workers serve one connection at a time"
     threads = worker_threads(result.evidence)
+    held = held_at_once(result.evidence)
+    workers = len(threads) or result.server.workers
+    if held is not None and held > HELD_SLACK * workers:
+        return None  # each worker holding several: an event loop, whatever its kind's default
+    seen = "" if held is None else f"; the run's reads found {held} connections open at once at the median"
+    if at_once == "one":
+        return f"{kind.name}'s workers serve one connection at a time{seen}"
     if not threads or any(n != 1 for n in threads):
         return None  # a pool of threads (gthread, uWSGI's threads, Apache's event MPM), or not read
-    return f"{kind.name}'s workers, one thread each, serve one connection at a time"
+    return f"{kind.name}'s workers, one thread each, serve one connection at a time{seen}"
+
+
+def held_at_once(evidence: Mapping[str, object]) -> int | None:
+    """The median of the connections the server held accepted and open at once, over the reads that found any
+    (those that found none were before or after the load, or between its connections), where MIN_HELD_READS or more
+    did; None otherwise (a file from before it, a server in another network namespace, a run too short)."""
+    read = evidence.get("busy_waits")
+    held = read.get("held") if isinstance(read, Mapping) else None
+    if not isinstance(held, Mapping):
+        return None
+    found = sorted(
+        (int(n), reads)
+        for n, reads in held.items()
+        if isinstance(n, str) and n.isdigit() and int(n) > 0 and type(reads) is int
+    )
+    total = sum(reads for _, reads in found)
+    if total < MIN_HELD_READS:
+        return None
+    upto = 0
+    for n, reads in found:
+        upto += reads
+        if 2 * upto >= total:
+            return n
+    return None
