@@ -308,12 +308,29 @@ def _held_within_peak(doc: Mapping[str, Any], at: str) -> None:
             raise SchemaError(where, f"is {held}, more than the most it held at once (connections_held_peak {peak})")
 
 
+def _reload_lists_match(doc: Mapping[str, Any], at: str) -> None:
+    """A reload's per-newcomer lists (starts, accepts) have one value per pid, or none (a file from before them); the
+    newcomers it says left are among its pids. Read otherwise, the notes would pair a pid with another's figures."""
+    reload = doc.get("reloaded")
+    if not isinstance(reload, Mapping) or not isinstance(reload.get("pids"), list):
+        return
+    pids = reload["pids"]
+    for name in ("starts", "accepts"):
+        values = reload.get(name)
+        if isinstance(values, list) and values and len(values) != len(pids):
+            where = child(child(at, "reloaded"), name)
+            raise SchemaError(where, f"has {len(values)} values, not one per pid of reloaded.pids ({len(pids)})")
+    left = reload.get("left")
+    if isinstance(left, list) and (stray := [pid for pid in left if pid not in pids]):
+        raise SchemaError(child(child(at, "reloaded"), "left"), f"names pid {stray[0]}, not among reloaded.pids")
+
+
 OBSERVE_SHAPE = known(
     ObserveResult,
     derive(
         ObserveResult,
         ports=ListOf(PORT),
         counters=MapOf(SIGNED),
-        rules=(_one_value_per_worker, _held_within_peak),
+        rules=(_one_value_per_worker, _held_within_peak, _reload_lists_match),
     ),
 )
