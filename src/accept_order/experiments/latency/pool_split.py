@@ -10,6 +10,7 @@ SURE): a split no more uneven than an even split gives SURE of the time or more 
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
@@ -220,11 +221,11 @@ def repeated_split_note(
     for label, runs in known.items():
         if not runs:
             continue
-        jains = sorted(s.jain for s in runs)
+        jains = [s.jain for s in runs]
         uneven = sum(1 for s in runs if not s.by_chance)
         per_mode.append(
             f"{label} uneven beyond chance in {uneven} of {len(runs)} "
-            f"(median Jain {jains[len(jains) // 2]:.3f} over its connections)"
+            f"(median Jain {statistics.median(jains):.3f} over its connections)"
         )
     rounds = list(zip(*splits.values(), strict=True))
     runs_of = list(zip(*variants.values(), strict=True))
