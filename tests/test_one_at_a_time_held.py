@@ -184,3 +184,20 @@ def test_an_attached_gunicorn_of_event_loop_workers_is_not_one_a_wakeup(tmp_path
     model = doc["model"]
     assert (model["discipline"], model["batch"]) == ("shared", 0), (kernel["empty"], model)
     assert "one connection at a time" not in result.output, result.output
+
+
+def test_a_dump_of_another_family_does_not_see_the_listener() -> None:
+    """An IPv6 listener's connections are its family's (v4-mapped ones too): the IPv4 dump alone, as a read of an IPv4
+    listener makes, does not see it and says nothing; the IPv6 one counts its accepted connection."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    with socket.socket(socket.AF_INET6) as srv:
+        try:
+            srv.bind(("::1", 0))
+        except OSError as exc:
+            pytest.skip(f"no IPv6 loopback here: {exc}")
+        srv.listen(8)
+        port, inode = srv.getsockname()[1], os.fstat(srv.fileno()).st_ino
+        with socket.create_connection(("::1", port)), srv.accept()[0], open_diag_socket() as sock:
+            assert held_now(sock, port, frozenset({inode}), 1, (socket.AF_INET,)) is None
+            assert held_now(sock, port, frozenset({inode}), 2, (socket.AF_INET6,)) == 1

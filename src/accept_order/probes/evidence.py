@@ -19,6 +19,7 @@ Counter deltas are per network namespace: the dict says whether the run had one 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -122,7 +123,8 @@ class EvidenceCapture:
             from .held_connections import HeldConnections
 
             inodes = frozenset(row.inode for row in rows)
-            self._busy = BusySampler(pids, listeners=inodes, held=HeldConnections(port, inodes))
+            families = tuple({socket.AF_INET6 if row.family == "ipv6" else socket.AF_INET for row in rows})
+            self._busy = BusySampler(pids, listeners=inodes, held=HeldConnections(port, inodes, families))
             self._busy.start()
         from .server_netns import namespace_of, netstat_in, netstat_namespace, netstat_of
 
