@@ -152,7 +152,9 @@ class Books:
             self.replies[data] = worker
         elif self.accepts is not None:
             try:
-                accepted = self.accepts.accepted_by(sock.getsockname()[1], started_ns)
+                accepted = self.accepts.accepted_by(
+                    sock.getsockname()[1], started_ns, server_port=sock.getpeername()[1]
+                )
             except OSError:
                 accepted = None
             worker = self.pids.index(accepted) if accepted in self.pids else None
