@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ...analysis.chance import binomial_tail, how_often
+from ...analysis.one_run import merged_runs
 from ...core.histogram import LatencyHistogram
 from ...core.text import plural
 from .kept_report import accepted, by_kernel, ms, unnamed_only
@@ -167,12 +168,20 @@ def fill_verdict(result: LatencyResult) -> str | None:
             f"times their share of all requests ({100 * base:.1f}%), but most were later ones: the later requests "
             f"alone have a p99 of {ms(later_p99)} ms. {sure}"
         )
+    # a merged file's requests are its runs' (merge of two pools: 'this run's 4,324 requests ...; one run')
+    runs = merged_runs([result.evidence])
+    counted = (
+        f"this run's {result.histogram.count:,} requests"
+        if runs == 1
+        else (f"the {result.histogram.count:,} requests of the {runs} runs merged")
+    )
+    ran = "one run" if runs == 1 else f"{runs} runs merged into one histogram"
     return (
         f"The tail is {'the steady state, not the fill' if whole_run else 'the later requests, not the first ones'}: "
         f"{ours} of {slow} {_were(ours)} "
         f"({100 * base:.1f}% of all requests); the later requests alone have a p99 of {ms(later_p99)} ms. How sure: "
-        f"counted over this run's {result.histogram.count:,} requests, not estimated; one run: --repeat says whether "
-        "another run's first requests reach its tail."
+        f"counted over {counted}, not estimated; {ran}: --repeat says whether another run's first requests reach "
+        "its tail."
     )
 
 

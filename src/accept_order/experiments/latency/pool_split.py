@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from ...analysis.chance import how_often, uniform_spread_p
 from ...analysis.fairness import jain_index
+from ...analysis.one_run import merged_runs
 from ...analysis.seen import SURE
 from ...core.text import and_join, plural
 from .kept_report import accepted, by_kernel, found_holding
@@ -189,12 +190,21 @@ def pool_split_note(
     sizes = sorted({sum(s.counts) for s in splits})
     draws = plural(sizes[0], "connection") if len(sizes) == 1 else f"{'/'.join(map(str, sizes))} connections"
     held = held_whole([r for r, _ in split], name)
+    # a merged file's split adds its runs' (merge of two pools of 8 read '10/6 ... a split is one draw of its 16
+    # connections, so one run cannot say', where 4/4 and 6/2 were drawn): each worker's row adds that index's
+    runs = merged_runs(r.evidence for r, _ in split)
+    drawn = (
+        f"a split is one draw of its {draws}, so one run cannot say"
+        if runs == 1
+        else f"each split adds {runs} runs' draws of their connections ({draws} in all), each worker's row adding "
+        f"that index's from every run, so {runs} runs merged cannot say"
+    )
     return (
-        f"Connections per worker, each kept {held} and so its worker's load to the end: "
+        f"Connections per worker, each kept {held if runs == 1 else 'for the whole of their runs'} and so its "
+        "worker's load to the end: "
         + "; ".join(s.said() for s in splits)
         + f": {why_not or ranked_said(splits, what)}. How sure: the tests say how often an even split gives each, but "
-        f"a split is one draw of its {draws}, so one run cannot say a {what} splits them so every time: --repeat says "
-        "in how many runs it holds"
+        f"{drawn} a {what} splits them so every time: --repeat says in how many runs it holds"
     )
 
 
