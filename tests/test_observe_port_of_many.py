@@ -254,3 +254,55 @@ def test_latency_attach_port_a_counts_a_alone(tmp_path: Path) -> None:
         doc["served"],
         len(on_b),
     )
+
+
+BLOCKING_SERVER = r"""
+import socket, sys, threading
+def serve(sock, port):
+    while True:
+        conn, _ = sock.accept()  # blocking: the thread waits in accept itself, not in epoll
+        print(port, flush=True)  # the witness: one line per connection, its port
+        conn.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n")
+        conn.close()
+ports = []
+for _ in range(2):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    ports.append(s.getsockname()[1])
+    threading.Thread(target=serve, args=(s, ports[-1]), daemon=True).start()
+print(*ports, flush=True)
+sys.stdin.read()  # ends with the test
+"""
+
+
+def test_blocking_accepts_begun_before_the_probes_are_placed_by_port() -> None:
+    """Each thread of a server blocked in accept as bpftrace started is given its descriptor (/proc/TID/syscall):
+    the first accept of B's thread, begun before the probes attached, was counted as A's."""
+    server = subprocess.Popen(
+        [sys.executable, "-c", BLOCKING_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=dies_with(os.getpid()),
+    )
+    try:
+        assert server.stdout is not None and server.stdin is not None
+        a, b = map(int, server.stdout.readline().split())
+
+        def load() -> None:
+            get(b)  # B's thread's first accept: its call began before the probes attached
+            for _ in range(3):
+                get(a)
+
+        result = observed_under(a, load)
+        server.stdin.close()
+        server.wait(CAP_S)
+        logged = server.stdout.read().split()
+    finally:
+        server.kill()
+        server.wait(CAP_S)
+    assert logged.count(str(a)) == 3 and logged.count(str(b)) == 1, logged  # the witness: the server's own lines
+    if not result.traced:
+        pytest.skip(f"no kernel count of who accepts: {result.source}")
+    assert sum(w.accepts or 0 for w in result.workers) == 3, result.workers  # was 4: B's first too

@@ -8,8 +8,9 @@ socket's inode looked up among its network namespace's listeners. HAProxy with t
 shared 15 connections' for --port A when all 15 went to B.
 
 An accept is left out only where its descriptor is known to be a listener on another port: one whose call began
-before the probes attached (its descriptor unseen, at most one per thread: a blocking accept's), or whose process
-ended before its descriptor was read, is counted, as it was before ports were told apart.
+before the probes attached (its descriptor unseen) is counted, as it was before ports were told apart, unless the
+thread was seen blocked in that accept as bpftrace started (/proc/TID/syscall: its first argument, the descriptor,
+given to the program's BEGIN, `seeded`); so is one whose process ended before its descriptor was read.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 from collections.abc import Collection, Mapping
 
 from .proc_processes import namespace_listeners
+from .proc_waits import ACCEPTS, thread_ids, thread_wait
 
 Fd = tuple[int, int]  # (pid, fd)
 OnKey = tuple[int, int, int]  # (pid, tid, fd + 1), as accept_watch counts them
@@ -83,3 +85,23 @@ def _socket_inode(pid: int, fd: int) -> int | None:
     except OSError:
         return None
     return int(link[8:-1]) if link.startswith("socket:[") and link.endswith("]") else None
+
+
+def blocked_in_accept(pids: Collection[int]) -> dict[int, int]:
+    """Thread id -> the descriptor it is blocked in accept on now, of `pids`' threads (a blocking server's: one whose
+    threads wait in epoll or poll has none); none where /proc will not say (another user's, gone)."""
+    out: dict[int, int] = {}
+    for pid in pids:
+        for tid in thread_ids(pid):
+            wait = thread_wait(pid, tid, name="")
+            if wait.call in ACCEPTS and wait.fd is not None:
+                out[tid] = wait.fd
+    return out
+
+
+def seeded(fds: Mapping[int, int]) -> str:
+    """The BEGIN probe giving each thread blocked in accept its descriptor (+ 1, as the enter probe keeps it in
+    @fd): its accept began before the probes attached, so the enter probe never saw it. '' for none."""
+    if not fds:
+        return ""
+    return "BEGIN { " + " ".join(f"@fd[{int(tid)}] = {int(fd) + 1};" for tid, fd in sorted(fds.items())) + " }\n"

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 from . import bpftrace_readings as readings
 from .accept_filter import accepted_by, counted_as
+from .accept_ports import blocked_in_accept, seeded
 from .bpftrace_messages import first_error_line
 from .bpftrace_readings import COUNTS_BEGIN, COUNTS_END
 
@@ -60,7 +61,8 @@ def program(
         # not counted with its descriptor unseen (before: ~100 a worker, 4,000 a second to another port); and from
         # begin() on only (`marker`), where the window opens, none of those made while it attached at all
         enter = accepted_by(pids, "args->fd >= 0", children_of=children_of, threads=threads)
-        asked = (
+        asked = seeded(blocked_in_accept(pids or ()))  # the descriptors of accepts begun before it attached
+        asked += (
             "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
             f"/{enter}/ {{ @fd[tid] = args->fd + 1; }}\n"
         )

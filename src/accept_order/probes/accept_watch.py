@@ -25,7 +25,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from .accept_counts import AcceptCounts
-from .accept_ports import ListenerPorts, less
+from .accept_ports import ListenerPorts, blocked_in_accept, less, seeded
 from .accepts import COUNTS_BEGIN, COUNTS_END, AcceptCounter, accepted_by
 from .accepts import SOURCE as COUNTER_SOURCE
 from .bpftrace_readings import ReadingClock, reading_probe
@@ -95,7 +95,9 @@ def watch_program(
             marks += mark.format(BEGIN_POLICY + marker, "begun")
             counting, clear = f" && @begun == 1{counting}", f"{clear} clear(@begun);"
     return (
-        marks + "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
+        seeded(blocked_in_accept(pids))  # the descriptors of accepts begun before the probes attached
+        + marks
+        + "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
         f"/{accepted_by(pids, 'args->fd >= 0', threads=threads, comms=comms)}/\n"
         "{ @fd[tid] = args->fd + 1; }\n"
         "tracepoint:syscalls:sys_exit_accept4, tracepoint:syscalls:sys_exit_accept\n"
