@@ -24,6 +24,7 @@ from rich.text import Text
 from ...analysis.chance import binomial_tail, how_often
 from ...analysis.one_run import merged_runs
 from ...core.histogram import LatencyHistogram
+from ...core.spec import NOT_STARTED
 from ...core.text import plural
 from .kept_report import accepted, by_kernel, ms, unnamed_only
 from .result import LatencyResult
@@ -176,12 +177,18 @@ def fill_verdict(result: LatencyResult) -> str | None:
         else (f"the {result.histogram.count:,} requests of the {runs} runs merged")
     )
     ran = "one run" if runs == 1 else f"{runs} runs merged into one histogram"
+    # --repeat refuses a server this tool did not start (attached, --target): the command run again says it there
+    again = (
+        "another run of this command says whether its first requests reach its tail (--repeat starts the server it "
+        "measures: not with --attach or --target)"
+        if result.server.kind in NOT_STARTED
+        else "--repeat says whether another run's first requests reach its tail"
+    )
     return (
         f"The tail is {'the steady state, not the fill' if whole_run else 'the later requests, not the first ones'}: "
         f"{ours} of {slow} {_were(ours)} "
         f"({100 * base:.1f}% of all requests); the later requests alone have a p99 of {ms(later_p99)} ms. How sure: "
-        f"counted over {counted}, not estimated; {ran}: --repeat says whether another run's first requests reach "
-        "its tail."
+        f"counted over {counted}, not estimated; {ran}: {again}."
     )
 
 

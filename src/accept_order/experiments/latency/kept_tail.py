@@ -15,6 +15,7 @@ from ...analysis.chance import how_often
 from ...analysis.one_run import runs_in
 from ...analysis.seen import SURE
 from ...analysis.tail_ranks import rank_chance
+from ...core.spec import NOT_STARTED
 from ...core.text import and_join, plural
 from .kept_report import accepted, by_kernel, found_holding, placed_requests, worker_percentile
 from .pool_split import held_whole, split_of, stopped
@@ -82,7 +83,7 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
             f"{1 / len(held):.0%}): {said}."
         ]
     if len(serving) < 2:
-        return " ".join([*lines, _no_tails(result, held), _how_sure(runs, total, tails=False)])
+        return " ".join([*lines, _no_tails(result, held), _how_sure(runs, total, result, tails=False)])
     follow, against = tails_follow(held, p99s)
     tails = ", ".join(f"worker {i} ({held[i]}): {_ms(p)}" for i in serving if (p := p99s[i]) is not None)
     # pairs of workers that held different counts and whose p99s tie: in neither, and no 'each ... had the higher'
@@ -101,7 +102,7 @@ def kept_tail_verdict(result: LatencyResult) -> str | None:
     else:
         how = "no two workers that held different counts had different p99s: the tails say nothing of the split"
     lines.append(f"p99 per worker (connections held): {tails}: {how}{_rank_chance(held, p99s, serving)}.")
-    lines.append(_how_sure(runs, total))
+    lines.append(_how_sure(runs, total, result))
     return " ".join(lines)
 
 
@@ -193,7 +194,7 @@ def _no_tails(result: LatencyResult, held: list[int]) -> str:
     return f"Worker {holding[0]} alone held the pool" + (f": its p99 is the run's ({_ms(p99)})." if p99 else ".")
 
 
-def _how_sure(runs: int, total: int, tails: bool = True) -> str:
+def _how_sure(runs: int, total: int, result: LatencyResult, tails: bool = True) -> str:
     draws = (
         f"one run: its split is one draw of its {plural(total, 'connection')}"
         if runs == 1
@@ -201,6 +202,17 @@ def _how_sure(runs: int, total: int, tails: bool = True) -> str:
         "adding that index's connections from every run: a busiest worker at another index in another run evens the sum"
     )
     each = ", and each p99 rests on the requests of its worker's own connections" if tails else ""
-    return (
-        f"How sure: {draws}{each}; --repeat says in how many runs it holds, --modes puts other accept modes beside it"
-    )
+    return f"How sure: {draws}{each}; {again_said(result, 'it holds')}"
+
+
+def again_said(result: LatencyResult, holds: str) -> str:
+    """What says whether a run's finding `holds` ('it holds'): --repeat, and --modes beside it, for a server this tool
+    starts; both refuse a server it did not ('--repeat starts the server for every run: not with --attach or
+    --target', '--attach drives one running server: not with --modes'), where an attached gunicorn's pool verdict
+    named them: the command run again says it there."""
+    if result.server.kind in NOT_STARTED:
+        return (
+            f"another run of this command says whether {holds} (--repeat and --modes start the server they measure: "
+            "not with --attach or --target)"
+        )
+    return f"--repeat says in how many runs {holds}, --modes puts other accept modes beside it"
