@@ -307,7 +307,7 @@ class Observer:
         if self.watch is not None:
             return SOURCE
         if self.acceptor_watch is not None and self.watched.acceptor is not None:
-            accepted, _ = self.acceptor_watch.totals().of(self.watched.acceptor)
+            accepted, _ = self.own(self.acceptor_watch.totals()).of(self.watched.acceptor)  # its port's alone
             return NOT_TRACED.format(why=self.why + FED_COUNTED.format(accepted=accepted))
         return NOT_TRACED.format(why=self.why)
 
