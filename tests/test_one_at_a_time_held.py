@@ -51,7 +51,8 @@ def test_a_worker_of_one_thread_holding_many_at_once_is_an_event_loop() -> None:
     sync = holding({"0": 20, "2": 4, "3": 3, "6": 1, "9": 1})
     assert one_per_wakeup(sync) == 1000
     said = queues_text(replace(sync, model=predict(sync)))
-    assert said is not None and "serve one connection at a time; the run's reads found 3 connections open" in said
+    median = "at a time; 3 connections open at once at the median of the run's reads that found any, and 3 of"
+    assert said is not None and median in said, said
     assert one_per_wakeup(holding({"0": 20, "12": 5}, program="unicorn")) is None  # 'one' kinds are read too
 
 

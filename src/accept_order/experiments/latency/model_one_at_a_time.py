@@ -46,7 +46,7 @@ def one_at_a_time(result: LatencyResult) -> str | None:
     workers = len(threads) or result.server.workers
     if held is not None and held > HELD_SLACK * workers:
         return None  # each worker holding several: an event loop, whatever its kind's default
-    seen = "" if held is None else f"; the run's reads found {held} connections open at once at the median"
+    seen = "" if held is None else f"; {held} connections open at once at the median of the run's reads that found any"
     if at_once == "one":
         return f"{kind.name}'s workers serve one connection at a time{seen}"
     if not threads or any(n != 1 for n in threads):
