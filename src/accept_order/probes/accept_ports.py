@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Collection, Mapping
 
-from .proc_processes import namespace_listeners
+from .proc_processes import namespace_listeners, socket_inodes
 from .proc_waits import ACCEPTS, thread_ids, thread_wait
 
 Fd = tuple[int, int]  # (pid, fd)
@@ -105,3 +105,17 @@ def seeded(fds: Mapping[int, int]) -> str:
     if not fds:
         return ""
     return "BEGIN { " + " ".join(f"@fd[{int(tid)}] = {int(fd) + 1};" for tid, fd in sorted(fds.items())) + " }\n"
+
+
+def other_ports(pids: Collection[int], ports: Collection[int]) -> list[int]:
+    """The ports other than `ports` whose listeners `pids` hold (none where their fd tables cannot be read)."""
+    held: set[int] = set()
+    for pid in pids:
+        try:
+            held |= socket_inodes(pid)
+        except OSError:  # gone, or another user's
+            continue
+    if not held:
+        return []
+    rows = namespace_listeners(next(iter(pids)))
+    return sorted({row.port for row in rows if row.inode in held} - set(ports))

@@ -31,7 +31,7 @@ from ..core.started import Closing
 from . import bpftrace_readings as readings
 from .accept_counts import AcceptCounts
 from .accept_filter import accepted_by, thread_workers
-from .accept_ports import ListenerPorts, own_port_counts
+from .accept_ports import ListenerPorts, other_ports, own_port_counts
 from .accept_program import begin, following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
@@ -297,6 +297,10 @@ class AcceptCounter(Closing):
                 self.close()
                 return self._result
             counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))
+            if self.ports and self.pids and (others := other_ports(self.pids, self.ports)):
+                # the per-port counts come at END only: a reading counts the workers' other ports' accepts too
+                also = f"port{'s' * (len(others) > 1)} {', '.join(map(str, others))}"
+                short += f"; it counts the accepts on every port the workers listen on, {also} too"
             before_s = round(max(0.0, began - reading[0]), 6)  # above 0 however near: accepts may be missed
         printed = bytes(self._out)
         empty = parse_empty(printed)
