@@ -15,7 +15,10 @@ import pytest
 from conftest import run_cli
 from lost_host import c2_lost_once, spawned  # noqa: F401  # the fixtures: c1 and c2 in popen gateways, c2 lost once
 
-UNANSWERABLE = ["--work", "1s", "--timeout", "100ms", "-w", "1"]
+# --work is a busy loop until that much wall-clock time has passed: a reply comes 300 ms after its request at the
+# soonest, three times the client's --timeout, however busy the machine. 1s (as the bug was seen) spun the worker's
+# CPU a second a load for the same 'served nothing' (the file's six runs took 14.3 CPU-s, 8.4 at 300ms)
+UNANSWERABLE = ["--work", "300ms", "--timeout", "100ms", "-w", "1"]
 # each command that drives from client hosts, as cli/served_nothing.py is called from it (a --repeat: repeat_common)
 COMMANDS = {
     "latency": ["latency", "-n", "4", "-c", "2"],
