@@ -107,8 +107,8 @@ def seeded(fds: Mapping[int, int]) -> str:
     return "BEGIN { " + " ".join(f"@fd[{int(tid)}] = {int(fd) + 1};" for tid, fd in sorted(fds.items())) + " }\n"
 
 
-def other_ports(pids: Collection[int], ports: Collection[int]) -> list[int]:
-    """The ports other than `ports` whose listeners `pids` hold (none where their fd tables cannot be read)."""
+def held_ports(pids: Collection[int]) -> set[int]:
+    """The ports whose listeners `pids` hold (none where their fd tables cannot be read)."""
     held: set[int] = set()
     for pid in pids:
         try:
@@ -116,6 +116,5 @@ def other_ports(pids: Collection[int], ports: Collection[int]) -> list[int]:
         except OSError:  # gone, or another user's
             continue
     if not held:
-        return []
-    rows = namespace_listeners(next(iter(pids)))
-    return sorted({row.port for row in rows if row.inode in held} - set(ports))
+        return set()
+    return {row.port for row in namespace_listeners(next(iter(pids))) if row.inode in held}

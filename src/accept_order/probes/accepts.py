@@ -31,7 +31,7 @@ from ..core.started import Closing
 from . import bpftrace_readings as readings
 from .accept_counts import AcceptCounts
 from .accept_filter import accepted_by, thread_workers
-from .accept_ports import ListenerPorts, other_ports, own_port_counts
+from .accept_ports import ListenerPorts, held_ports, own_port_counts
 from .accept_program import begin, following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
@@ -169,6 +169,11 @@ class AcceptCounter(Closing):
             self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{not_loaded_hint(err)}"
         self.close()
 
+    def _by_port(self) -> bool:
+        """Whether the accepts are told apart by port: asked to, and the workers hold a listener on one of the ports
+        (behind NAT, a forwarded port, the port connected to is none of theirs, and every accept is counted)."""
+        return bool(self.ports and self.pids and held_ports(self.pids) & set(self.ports))
+
     def _begin(self) -> None:
         """Open the window of a program counting by port (accept_program's `descriptors`): from here on."""
         if self.ports:
@@ -297,14 +302,14 @@ class AcceptCounter(Closing):
                 self.close()
                 return self._result
             counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))
-            if self.ports and self.pids and (others := other_ports(self.pids, self.ports)):
+            if self._by_port() and (others := sorted(held_ports(self.pids or ()) - set(self.ports))):
                 # the per-port counts come at END only: a reading counts the workers' other ports' accepts too
                 also = f"port{'s' * (len(others) > 1)} {', '.join(map(str, others))}"
                 short += f"; it counts the accepts on every port the workers listen on, {also} too"
             before_s = round(max(0.0, began - reading[0]), 6)  # above 0 however near: accepts may be missed
         printed = bytes(self._out)
         empty = parse_empty(printed)
-        if self.ports and self.pids and not short and (described := parse_descriptors(printed)) is not None:
+        if self.pids and not short and (described := parse_descriptors(printed)) is not None and self._by_port():
             # the accepts on the workers' other ports left out (a periodic reading, END missed, counts them all)
             listeners = ListenerPorts(self.pids[0])
             counts = own_port_counts(counts, described[0], self.ports, listeners)
