@@ -119,29 +119,33 @@ def test_fewer_empty_than_taking_all_would_make_is_one_a_wakeup() -> None:
 
 
 @pytest.mark.parametrize(
-    ("program", "threads"),
+    ("program", "threads", "why"),
     [
-        ("nginx", 1),  # an event loop: one a turn of its loop, every connection it holds served interleaved
-        ("haproxy", 1),
-        ("gunicorn", 5),  # gthread's pool of threads a worker
-        ("uwsgi", 3),  # uWSGI's threads
-        ("no-such-program", 1),  # not known what a worker serves at once
-        (None, 1),  # a file from before the program was recorded
+        # an event loop: one a turn of its loop, every connection it holds served interleaved
+        ("nginx", 1, "but nginx's workers are event loops, each serving all it holds interleaved)"),
+        ("haproxy", 1, "but haproxy's workers are event loops"),
+        ("gunicorn", 5, "but gunicorn's workers are pools of threads, serving several connections at once)"),  # gthread
+        ("uwsgi", 3, "but uwsgi's workers are pools of threads"),  # uWSGI's threads
+        ("no-such-program", 1, "but what each worker serves at once is not known (a program this tool does not"),
+        (None, 1, "name, or none recorded)"),  # a file from before the program was recorded
     ],
 )
 def test_a_few_empty_are_one_a_wakeup_only_where_a_worker_serves_one_at_a_time(
-    program: str | None, threads: int
+    program: str | None, threads: int, why: str
 ) -> None:
     """Debian's nginx by default (accept_mutex off, multi_accept off) came back empty 5-10 times in 3,000 accepts at
     50 clients, under the 60 that taking all would make, and modelled one a wakeup its p99 read 0.22 of the measured
     one against 0.41 as 'all': a few empty are the previous model's 'all' wherever a worker is not known to serve one
-    connection at a time. None empty stays one a wakeup, as before."""
+    connection at a time; the model's note says what the kernel counted and why it is not read one a wakeup (it
+    said only that /proc does not show how many a wakeup takes). None empty stays one a wakeup, as before."""
     few = counted({"4243": 2, "4244": 1}, program=program, threads=threads)
     assert one_per_wakeup(few) is None
     model = predict(few)
     assert model is not None and (model.discipline, model.batch) == ("holder", 0), model
     said = queues_text(replace(few, model=model))
-    assert said is not None and "how many it takes is the server's own setting" in said, said
+    counted_few = "(a wakeup taking all that wait: 3 of the 1,000 accepts the kernel counted came back empty, fewer "
+    assert said is not None and counted_few in said and "than the 63 that accepting until none is left makes" in said
+    assert why in said and "/proc does not show" not in said, said
     assert one_per_wakeup(counted({}, program=program, threads=threads)) == 1000
 
 
@@ -230,6 +234,7 @@ def test_an_attached_nginx_by_default_is_not_one_a_wakeup(free_port: int, tmp_pa
     assert (model["discipline"], model["batch"]) == ("shared", 0), (kernel["empty"], model)
     assert not model.get("service_gaps"), model
     assert "one connection a wakeup" not in result.output, result.output
+    assert "but nginx's workers are event loops, each serving all it holds interleaved)" in result.output, result.output
 
 
 SLEEPING_APP = """

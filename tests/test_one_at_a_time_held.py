@@ -48,6 +48,9 @@ def test_a_worker_of_one_thread_holding_many_at_once_is_an_event_loop() -> None:
     assert one_per_wakeup(loop) is None
     model = predict(loop)
     assert model is not None and (model.discipline, model.batch) == ("holder", 0), model
+    said = queues_text(replace(loop, model=model))
+    held = "but the server held 12 connections open at once at the median of the run's reads that found any, over "
+    assert said is not None and held in said and "twice its 4 workers: event loops" in said, said
     sync = holding({"0": 20, "2": 4, "3": 3, "6": 1, "9": 1})
     assert one_per_wakeup(sync) == 1000
     said = queues_text(replace(sync, model=predict(sync)))

@@ -37,21 +37,44 @@ def one_at_a_time(result: LatencyResult) -> str | None:
     model's note; None where they do not (an event loop, or a server found holding many more connections at once
     than it has workers), or it is not known (a program this tool does not name, a file from before the program was
     recorded, a worker's threads not read)."""
+    one, why = _reading(result)
+    return why if one else None
+
+
+def not_one_at_a_time(result: LatencyResult) -> str:
+    """Why the workers are not read as serving one connection at a time ("nginx's workers are event loops, ..."),
+    for the model's note where one_at_a_time is None."""
+    return _reading(result)[1]
+
+
+def _reading(result: LatencyResult) -> tuple[bool, str]:
+    """Whether each worker serves one connection at a time, and why (or why not)."""
     kind = serving_kind(result)
     at_once = kind.connections_at_once if kind is not None else None
-    if kind is None or at_once not in ("one", "one a thread"):
-        return None
+    if kind is None or at_once is None:
+        return (
+            False,
+            "what each worker serves at once is not known (a program this tool does not name, or none recorded)",
+        )
+    if at_once == "many":
+        return False, f"{kind.name}'s workers are event loops, each serving all it holds interleaved"
     threads = worker_threads(result.evidence)
     held = held_at_once(result.evidence)
     workers = len(threads) or result.server.workers
     if held is not None and held > HELD_SLACK * workers:
-        return None  # each worker holding several: an event loop, whatever its kind's default
+        # each worker holding several: an event loop, whatever its kind's default
+        return False, (
+            f"the server held {held} connections open at once at the median of the run's reads that found any, over "
+            f"twice its {workers} workers: event loops, each serving all it holds interleaved"
+        )
     seen = "" if held is None else f"; {held} connections open at once at the median of the run's reads that found any"
     if at_once == "one":
-        return f"{kind.name}'s workers serve one connection at a time{seen}"
-    if not threads or any(n != 1 for n in threads):
-        return None  # a pool of threads (gthread, uWSGI's threads, Apache's event MPM), or not read
-    return f"{kind.name}'s workers, one thread each, serve one connection at a time{seen}"
+        return True, f"{kind.name}'s workers serve one connection at a time{seen}"
+    if not threads:
+        return False, f"how many threads {kind.name}'s workers have was not read"
+    if any(n != 1 for n in threads):
+        return False, f"{kind.name}'s workers are pools of threads, serving several connections at once"
+    return True, f"{kind.name}'s workers, one thread each, serve one connection at a time{seen}"
 
 
 def held_at_once(evidence: Mapping[str, object]) -> int | None:

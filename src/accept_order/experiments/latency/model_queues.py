@@ -16,7 +16,7 @@ from typing import Any
 
 from ...analysis.queueing import Discipline
 from ...core.spec import ATTACHED_KIND
-from .model_one_at_a_time import one_at_a_time
+from .model_one_at_a_time import not_one_at_a_time, one_at_a_time
 from .model_servers import as_served
 from .result import LatencyResult
 
@@ -245,6 +245,19 @@ def one_per_wakeup(result: LatencyResult) -> int | None:
     and 510 of 2,000; accept_mutex off, multi_accept off: 38 of 2,000 at 2 clients, 0 at 8. None where not known: not
     counted, too few, some empty at an event loop or a server not known to serve one at a time, or as many empty as
     a server accepting until EAGAIN would make (a herd's losers make some too: not told apart)."""
+    accepted = kernel_accepted(result)
+    came_back = empty_accepts(result)
+    if accepted is None or not came_back:
+        return accepted
+    # a few empty: one a wakeup only where a worker serves one connection at a time; an event loop taking one a turn
+    # serves them all interleaved, and was modelled better as taking all (model_one_at_a_time.py)
+    floor = taking_all_floor(result, accepted) if one_at_a_time(result) else None
+    return accepted if floor is not None and came_back < floor else None
+
+
+def kernel_accepted(result: LatencyResult) -> int | None:
+    """The accepts the kernel counted of an attached server's workers where it counted the empty ones too, at least
+    MIN_ACCEPTS; None otherwise."""
     kernel = result.evidence.get("accept_counts")
     if result.server.kind != ATTACHED_KIND or not isinstance(kernel, Mapping) or kernel.get("available") is not True:
         return None
@@ -252,15 +265,7 @@ def one_per_wakeup(result: LatencyResult) -> int | None:
     if not isinstance(counts, Mapping) or not isinstance(empty, Mapping):
         return None
     accepted = sum(n for n in counts.values() if type(n) is int)
-    if accepted < MIN_ACCEPTS:
-        return None
-    came_back = empty_accepts(result)
-    if not came_back:
-        return accepted
-    # a few empty: one a wakeup only where a worker serves one connection at a time; an event loop taking one a turn
-    # serves them all interleaved, and was modelled better as taking all (model_one_at_a_time.py)
-    floor = taking_all_floor(result, accepted) if one_at_a_time(result) else None
-    return accepted if floor is not None and came_back < floor else None
+    return accepted if accepted >= MIN_ACCEPTS else None
 
 
 def empty_accepts(result: LatencyResult) -> int:
@@ -286,6 +291,23 @@ def taking_all_floor(result: LatencyResult, accepted: int) -> int | None:
     return -(-accepted // result.load.concurrency)
 
 
+ALL_TAKEN = " (a wakeup taking all that wait: how many it takes is the server's own setting, which /proc does not show)"
+
+
+def _few_empty_at_many(result: LatencyResult, came_back: int) -> str | None:
+    """Where the kernel counted fewer empty accepts than taking all makes but the workers were not read as serving
+    one connection at a time, so the model took all: what was counted, and why (e775dfce's nginx said only that
+    /proc does not show how many a wakeup takes, beside 3-31 empty of 2,000 that said one a turn of its loop)."""
+    accepted = kernel_accepted(result)
+    floor = taking_all_floor(result, accepted) if accepted and came_back else None
+    if accepted is None or floor is None or came_back >= floor:
+        return None
+    return (
+        f" (a wakeup taking all that wait: {came_back:,} of the {accepted:,} accepts the kernel counted came back "
+        f"empty, fewer than the {floor:,} that accepting until none is left makes, but {not_one_at_a_time(result)})"
+    )
+
+
 def queues_text(result: LatencyResult) -> str | None:
     """'Model: queue hash: each of its 4 workers waits on ...' beside an attached server's model of one request a
     connection (a kept one is pinned to its worker: model_check.held_connections); None otherwise."""
@@ -296,7 +318,7 @@ def queues_text(result: LatencyResult) -> str | None:
     one = one_per_wakeup(result) if model.batch == 1 else None
     came_back = empty_accepts(result)
     taken = (
-        " (a wakeup taking all that wait: how many it takes is the server's own setting, which /proc does not show)"
+        _few_empty_at_many(result, came_back) or ALL_TAKEN
         if model.discipline in ("shared", "favoured", "holder") and model.batch == 0
         else f" (one connection a wakeup: none of the {one:,} accepts the kernel counted came back empty)"
         if one and not came_back
