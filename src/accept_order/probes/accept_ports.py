@@ -32,23 +32,22 @@ class ListenerPorts:
     def __init__(self, netns_pid: int) -> None:
         self.netns_pid = netns_pid  # a process in the server's network namespace: its listeners are the server's
         self._inodes: dict[Fd, int | None] = {}  # None: read, and no socket
-        self._ports: dict[int, int] = {}  # listener inode -> its port
-        self.unread = 0  # descriptors whose process ended (or hid it) before they were read: counted, port unknown
+        self._ports: dict[int, int | None] = {}  # socket inode -> its port as a listener (None: not one at a dump)
 
     def port(self, pid: int, fd: int) -> int | None:
         """The port of the listener descriptor `fd` of `pid` is; None where it is not known to be one."""
         if (pid, fd) not in self._inodes:
             inode = _socket_inode(pid, fd)
             if inode is None and not os.path.exists(f"/proc/{pid}/fd"):
-                self.unread += 1
-                return None  # not kept: gone, so never asked again of this pid's live table
+                return None  # gone (or hidden) before it was read: not kept, its port unknown, the accept counted
             self._inodes[(pid, fd)] = inode
         inode = self._inodes[(pid, fd)]
         if inode is None:
             return None
-        if inode not in self._ports:  # a listener opened since the last dump (a newcomer's own), or no listener
+        if inode not in self._ports:  # a listener opened since the last dump (a newcomer's own), or none: one dump
             self._ports.update((row.inode, row.port) for row in namespace_listeners(self.netns_pid))
-        return self._ports.get(inode)
+            self._ports.setdefault(inode, None)  # closed since (a soft-stopped HAProxy's): not dumped again each look
+        return self._ports[inode]
 
     def elsewhere(self, on: Mapping[OnKey, int], ports: Collection[int]) -> dict[OnKey, int]:
         """Of `on`'s counts, those asked of a listener known to be on none of `ports`."""
@@ -73,6 +72,7 @@ def own_port_counts(
 
 
 def less(counts: Mapping[tuple[int, int], int], out: Mapping[OnKey, int]) -> dict[tuple[int, int], int]:
+    """`counts` by (pid, tid) less those of `out` (by pid, tid and descriptor), never below 0."""
     left = dict(counts)
     for (pid, tid, _), n in out.items():
         left[(pid, tid)] = max(0, left.get((pid, tid), 0) - n)
