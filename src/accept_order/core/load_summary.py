@@ -46,22 +46,47 @@ class ServerCloses:
     with the next request just sent), counted for the worker that held them; `told`, the replies that said
     `Connection: close` before the connection's last request (served; the client then opened another).
     `resent`: requests sent again on a new connection because the server closed theirs before answering
-    (once each, as an HTTP client retries an idempotent request; a second failure is a failure)."""
+    (once each, as an HTTP client retries an idempotent request; a second failure is a failure).
+    `unnamed_closed`, `unnamed_told`: the same on connections counted for no worker (an attached server's opened in
+    place of the pool's, whose holders the client did not look for; a --target's whose replies named none): an
+    attached nginx with keepalive_requests 100 told 728 connections to close (its access log's 100th requests) and
+    the report read 8, the pool's own."""
 
     closed: tuple[int, ...] = ()
     told: tuple[int, ...] = ()
     resent: int = 0
+    unnamed_closed: int = 0
+    unnamed_told: int = 0
 
     def __bool__(self) -> bool:
-        return any(self.closed) or any(self.told) or self.resent > 0
+        return any(self.closed) or any(self.told) or self.resent > 0 or self.unnamed_closed + self.unnamed_told > 0
+
+    @property
+    def all_closed(self) -> int:
+        return sum(self.closed) + self.unnamed_closed
+
+    @property
+    def all_told(self) -> int:
+        return sum(self.told) + self.unnamed_told
 
     def extend(self, other: ServerCloses) -> ServerCloses:
         return ServerCloses(
-            add_counts(self.closed, other.closed), add_counts(self.told, other.told), self.resent + other.resent
+            add_counts(self.closed, other.closed),
+            add_counts(self.told, other.told),
+            self.resent + other.resent,
+            self.unnamed_closed + other.unnamed_closed,
+            self.unnamed_told + other.unnamed_told,
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"closed": list(self.closed), "told": list(self.told), "resent": self.resent}
+        unnamed = {"unnamed_closed": self.unnamed_closed, "unnamed_told": self.unnamed_told}
+        # written only where some were: files of every other run read as before
+        return {
+            "closed": list(self.closed),
+            "told": list(self.told),
+            "resent": self.resent,
+            **{k: n for k, n in unnamed.items() if n},
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> ServerCloses:
@@ -72,6 +97,8 @@ class ServerCloses:
             tuple(int(n) for n in data.get("closed", ())),
             tuple(int(n) for n in data.get("told", ())),
             int(data.get("resent", 0)),
+            int(data.get("unnamed_closed", 0)),
+            int(data.get("unnamed_told", 0)),
         )
 
 

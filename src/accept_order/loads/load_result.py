@@ -100,7 +100,15 @@ class LoadResult(TimedTotals):
             if self.by_worker is None
             else tuple(self.by_worker.get(i, LatencyHistogram()) for i in range(workers)),
             firsts=None if self.firsts is None else _first_requests(self.firsts, workers),
-            closes=ServerCloses(per_worker(self.server_closed), per_worker(self.told_close), self.resent)
+            # those on no worker's row (-1: a connection no reply named a worker of, nor the client found the holder
+            # of) counted apart, as served's unnamed, not dropped with the rows
+            closes=ServerCloses(
+                per_worker(self.server_closed),
+                per_worker(self.told_close),
+                self.resent,
+                self.server_closed.get(UNNAMED, 0),
+                self.told_close.get(UNNAMED, 0),
+            )
             if self.server_closed or self.told_close or self.resent
             else ServerCloses(),
             hosts=tuple(

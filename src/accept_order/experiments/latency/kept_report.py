@@ -266,15 +266,17 @@ def witness_line(result: LatencyResult) -> Text | None:
     return Text(found.line(), style="green" if found.agrees else "bold yellow")
 
 
-def _by_worker(counts: Sequence[int]) -> str:
-    return ", ".join(f"worker {i}: {n}" for i, n in enumerate(counts) if n)
+def _by_worker(counts: Sequence[int], unnamed: int = 0) -> str:
+    """'worker 0: 1, worker 1: 5', and those on no worker's row ('720 on connections counted for no worker')."""
+    rows = [f"worker {i}: {n}" for i, n in enumerate(counts) if n]
+    return ", ".join([*rows, *([f"{unnamed} on connections counted for no worker"] if unnamed else [])])
 
 
 def closes_lines(result: LatencyResult) -> list[str]:
     """What the server did to kept connections before the client closed them (loads/kept.py): those it
     closed between replies, the requests sent again, the Connection: close replies; whether it keeps any."""
     closes, lines = result.server_closes, []
-    closed = sum(closes.closed)
+    closed = closes.all_closed
     if closed:
         resent = closes.resent
         again = (
@@ -283,12 +285,14 @@ def closes_lines(result: LatencyResult) -> list[str]:
             if resent
             else "all were idle"
         )
-        lines.append(f"the server closed {plural(closed, 'kept connection')} ({_by_worker(closes.closed)}); {again}")
-    told = sum(closes.told)
+        which = _by_worker(closes.closed, closes.unnamed_closed)
+        lines.append(f"the server closed {plural(closed, 'kept connection')} ({which}); {again}")
+    told = closes.all_told
     if told:
         lines.append(
-            f"{plural(told, 'reply', 'replies')} said Connection: close ({_by_worker(closes.told)}): each was "
-            "served, and the client opened a new connection for the rest of its requests"
+            f"{plural(told, 'reply', 'replies')} said Connection: close "
+            f"({_by_worker(closes.told, closes.unnamed_told)}): each was served, and the client opened a new "
+            "connection for the rest of its requests"
         )
     ended = never_kept(sum(result.served), sum(result.connections), sum(result.held_at_end), closed + told)
     return [*lines, ended] if ended else lines
