@@ -71,6 +71,22 @@ def own_port_counts(
     return {key: n for (key, _), n in less({(k, k): n for k, n in counts.items()}, out).items()}
 
 
+def own_port_gaps(
+    gaps: Mapping[int, int],
+    gaps_on: Mapping[tuple[int, int, int], int],
+    ports: Collection[int],
+    listeners: ListenerPorts,
+) -> dict[int, int]:
+    """An AcceptCounter's gaps by bucket less those `gaps_on` (by bucket, pid and fd + 1) puts after an accept on a
+    listener of another port: what a worker did between serving another port's connection and its next accept."""
+    left = dict(gaps)
+    for (bucket, pid, fd), n in gaps_on.items():
+        port = listeners.port(pid, fd - 1) if fd else None
+        if port is not None and port not in ports:
+            left[bucket] = max(0, left.get(bucket, 0) - n)
+    return {bucket: n for bucket, n in left.items() if n}
+
+
 def less(counts: Mapping[tuple[int, int], int], out: Mapping[OnKey, int]) -> dict[tuple[int, int], int]:
     """`counts` by (pid, tid) less those of `out` (by pid, tid and descriptor), never below 0."""
     left = dict(counts)

@@ -51,15 +51,16 @@ def program(
     otherwise fills it (4096 keys by default) with short-lived processes nobody asked about. `children_of`
     lets the children of one process in too (a master whose reload starts new workers mid-run). `descriptors`: the
     accepts (and empty ones) by the descriptor each was asked of too (@on, @eon: key, fd + 1, 0 where the call began
-    before the probes attached), at END: accept_ports.py reads which port's listener it is, so that a server's other
-    ports are told apart (a tracepoint argument: no kernel struct read, bpftrace's start-up as cheap)."""
+    before the probes attached), and the gaps after them (@gapon: bucket, pid, fd + 1), at END: accept_ports.py reads
+    which port's listener it is, so that a server's other ports are told apart (a tracepoint argument: no kernel
+    struct read, bpftrace's start-up as cheap)."""
     pred = accepted_by(pids, f"(args->ret >= 0 || args->ret == -{EAGAIN})", children_of=children_of, threads=threads)
     key = counted_as(threads)
-    asked = on = eon = ends = marks = ""
+    asked = on = eon = ends = marks = gapon = ""
     if descriptors:
         # after the exit probe: bpftrace 0.17 attaches the last first, so that an accept made while it attaches is
         # not counted with its descriptor unseen (before: ~100 a worker, 4,000 a second to another port); and from
-        # begin() on only (`marker`), where the window opens, none of those made while it attached at all
+        # begin() on only, where the window opens, none of those made while it attached at all
         enter = accepted_by(pids, "args->fd >= 0", children_of=children_of, threads=threads)
         asked = seeded(blocked_in_accept(pids or ()))  # the descriptors of accepts begun before it attached
         asked += (
@@ -69,9 +70,10 @@ def program(
         marks = "tracepoint:syscalls:sys_enter_sched_get_priority_max "
         marks += f"/args->policy == {BEGIN_POLICY + os.getpid()}/ {{ @begun = 1; }}\n"
         pred += " && @begun == 1"
-        on, eon = f" @on[{key}, @fd[tid]] = count();", f" @eon[{key}, @fd[tid]] = count();"
-        on_end = f'printf("{readings.DESCRIPTORS_COUNTED}\\n"); print(@on); print(@eon); clear(@on); clear(@eon); '
-        ends = on_end + "clear(@fd); clear(@begun); "
+        on, eon = f" @on[{key}, @fd[tid]] = count(); @tookfd[tid] = @fd[tid];", f" @eon[{key}, @fd[tid]] = count();"
+        gapon = " @gapon[$k, pid, @tookfd[tid]] = count(); delete(@tookfd[tid]);"  # after an accept on that listener
+        on_end = f'printf("{readings.DESCRIPTORS_COUNTED}\\n"); print(@on); print(@eon); print(@gapon); '
+        ends = on_end + "clear(@on); clear(@eon); clear(@gapon); clear(@fd); clear(@tookfd); clear(@begun); "
     # clear() after print: bpftrace prints every non-empty map again on exit. The accepts that came back empty
     # (@empty: EAGAIN) at END only, marked as counted (bpftrace_readings.parse_empty): none after a run's accepts
     # is a server that takes one connection a wakeup (nginx's multi_accept off), the model's batch. And the time
@@ -88,8 +90,9 @@ def program(
         f"else {{ @empty[{key}] = count();{eon} }}{forget} }}\n"
         "tracepoint:syscalls:sys_enter_accept4, tracepoint:syscalls:sys_enter_accept\n"
         "/@took[tid]/\n"  # only the threads the filter let take a connection
-        f"{{ $g = (nsecs - @took[tid]) / 1000; delete(@took[tid]); {GAP_BUCKETS} @gap[$k] = count(); }}\n"
-        "tracepoint:sched:sched_process_exit /@took[tid]/ { delete(@took[tid]); }\n"  # each thread's exit
+        f"{{ $g = (nsecs - @took[tid]) / 1000; delete(@took[tid]); {GAP_BUCKETS} @gap[$k] = count();{gapon} }}\n"
+        "tracepoint:sched:sched_process_exit /@took[tid]/ { delete(@took[tid]);"  # each thread's exit
+        f"{' delete(@tookfd[tid]);' if descriptors else ''} }}\n"
         f"{asked}{marks}"
         f"{readings.reading_probe(READING_MS, 'print(@);')}"
         f'END {{ printf("{COUNTS_BEGIN}\\n"); print(@); clear(@); printf("{readings.EMPTY_COUNTED}\\n"); '

@@ -31,7 +31,7 @@ from ..core.started import Closing
 from . import bpftrace_readings as readings
 from .accept_counts import AcceptCounts
 from .accept_filter import accepted_by, thread_workers
-from .accept_ports import ListenerPorts, held_ports, own_port_counts
+from .accept_ports import ListenerPorts, held_ports, own_port_counts, own_port_gaps
 from .accept_program import begin, following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
@@ -308,19 +308,21 @@ class AcceptCounter(Closing):
                 short += f"; it counts the accepts on every port the workers listen on, {also} too"
             before_s = round(max(0.0, began - reading[0]), 6)  # above 0 however near: accepts may be missed
         printed = bytes(self._out)
-        empty = parse_empty(printed)
+        empty, gaps = parse_empty(printed), parse_gaps(printed)
         if self.pids and not short and (described := parse_descriptors(printed)) is not None and self._by_port():
             # the accepts on the workers' other ports left out (a periodic reading, END missed, counts them all)
             listeners = ListenerPorts(self.pids[0])
             counts = own_port_counts(counts, described[0], self.ports, listeners)
             if empty is not None:
                 empty = own_port_counts(empty, described[1], self.ports, listeners)
+            if gaps is not None:
+                gaps = own_port_gaps(gaps, described[2], self.ports, listeners)
         appeared: dict[int, int] = {}
         if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
             appeared = {pid: n for pid, n in sorted(counts.items()) if pid not in self.pids}
             counts = {pid: counts.get(pid, 0) for pid in self.pids}
         why = "; ".join([SOURCE, *self._notes, *([short] if short else [])])
-        self._result = AcceptCounts(counts, True, why, appeared, short, before_s, empty, parse_gaps(printed))
+        self._result = AcceptCounts(counts, True, why, appeared, short, before_s, empty, gaps)
         self.close()
         return self._result
 

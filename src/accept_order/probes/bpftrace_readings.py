@@ -69,11 +69,14 @@ def parse_gaps(stdout: bytes) -> dict[int, int] | None:
 DESCRIPTORS_COUNTED = "accept-order accepts by descriptor"  # END's line before @on and @eon (accept_program)
 _ON_LINE = re.compile(rb"^@(on|eon)\[(\d+), (\d+)\]: (\d+)$", re.MULTILINE)
 Described = dict[tuple[int, int], int]  # (pid, or a thread worker's tid; the descriptor asked of + 1) -> accepts
+_GAPON_LINE = re.compile(rb"^@gapon\[(\d+), (\d+), (\d+)\]: (\d+)$", re.MULTILINE)
+GapsOn = dict[tuple[int, int, int], int]  # (gap bucket, pid, the descriptor its accept was asked of + 1) -> gaps
 
 
-def parse_descriptors(stdout: bytes) -> tuple[Described, Described] | None:
-    """The accepts that took a connection and those that came back empty, by (key, fd + 1), from the END block
-    (accept_program.program's `descriptors`); None where it is not all there or did not count them."""
+def parse_descriptors(stdout: bytes) -> tuple[Described, Described, GapsOn] | None:
+    """The accepts that took a connection and those that came back empty, by (key, fd + 1), and the gaps after those
+    that took one, by (bucket, pid, fd + 1), from the END block (accept_program.program's `descriptors`); None where
+    it is not all there or did not count them."""
     head, tail = stdout.find(COUNTS_BEGIN.encode()), stdout.rfind(COUNTS_END.encode())
     marked = stdout.find(DESCRIPTORS_COUNTED.encode(), max(head, 0))
     if head < 0 or tail < head or not head < marked < tail:
@@ -82,7 +85,8 @@ def parse_descriptors(stdout: bytes) -> tuple[Described, Described] | None:
     empty: Described = {}
     for which, key, fd, n in _ON_LINE.findall(stdout[marked:tail]):
         (took if which == b"on" else empty)[(int(key), int(fd))] = int(n)
-    return took, empty
+    gaps = {(int(k), int(pid), int(fd)): int(n) for k, pid, fd, n in _GAPON_LINE.findall(stdout[marked:tail])}
+    return took, empty, gaps
 
 
 def gap_us(bucket: int) -> float:
