@@ -35,10 +35,14 @@ CAP_S = 120.0  # the window ends once the load is done; this only bounds a hang
 ON_A, ON_B = 10, 15  # requests to the observed port, and to the other
 
 
+LOGGED_S = 10.0  # a server logs a request as it finishes it, which may be after the client read the reply
+WINDOW = "/w"  # the path of the requests made in the window (start-ups ask "/")
+
+
 def get(port: int) -> None:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
-        connection.request("GET", "/")
+        connection.request("GET", WINDOW)
         connection.getresponse().read()
     finally:
         connection.close()
@@ -87,7 +91,7 @@ def haproxy_config(a: int, b: int) -> str:
 defaults
     mode http
     log global
-    log-format "frontend %ft"
+    log-format "frontend %ft %HU"
     timeout client 10s
     timeout server 10s
     timeout connect 10s
@@ -100,19 +104,39 @@ frontend fb
 """
 
 
-def logged(stderr: int) -> list[str]:
-    """What HAProxy has logged on its stderr (a pipe) so far, without waiting for more."""
-    os.set_blocking(stderr, False)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(stderr, 65536)
-        except BlockingIOError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    return [line for line in out.decode().splitlines() if line.startswith("frontend ")]
+def settled(read: Callable[[], list[str]], enough: Callable[[list[str]], bool]) -> list[str]:
+    """`read()` once `enough` of it (a server's log) is there, or after LOGGED_S: polled, as a log file or pipe
+    gives no event to wait on for a line the server has yet to write."""
+    deadline = time.monotonic() + LOGGED_S
+    while not enough(lines := read()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return lines
+
+
+class StderrLog:
+    """What HAProxy has logged on its stderr (a pipe), read as it comes without waiting for more."""
+
+    def __init__(self, stderr: int) -> None:
+        self.fd = stderr
+        self.lines: list[str] = []
+        os.set_blocking(stderr, False)
+
+    def __call__(self) -> list[str]:
+        out = b""
+        while True:
+            try:
+                chunk = os.read(self.fd, 65536)
+            except BlockingIOError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        self.lines += [line for line in out.decode().splitlines() if line.startswith("frontend ")]
+        return list(self.lines)
+
+
+def file_lines(path: Path) -> Callable[[], list[str]]:
+    return lambda: path.read_text().splitlines() if path.exists() else []
 
 
 def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
@@ -121,10 +145,11 @@ def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
     path.write_text(haproxy_config(a, b))
     with haproxy(path, a, threads=2) as server:
         assert server.stderr is not None
-        logged(server.stderr.fileno())  # the start-up's request: before the window
+        log = StderrLog(server.stderr.fileno())
         result = observed_under(a, both_ports(a, b))
-        lines = logged(server.stderr.fileno())
-    assert lines.count("frontend fa") == ON_A and lines.count("frontend fb") == ON_B, lines  # the witness
+        lines = settled(log, lambda got: sum(line.endswith(f" {WINDOW}") for line in got) >= ON_A + ON_B)
+    on_a, on_b = lines.count(f"frontend fa {WINDOW}"), lines.count(f"frontend fb {WINDOW}")
+    assert on_a == ON_A and on_b == ON_B, lines  # the witness: HAProxy's log of the window's requests
     assert result.threaded and len(result.workers) == 2
     assert sum(w.accepts or 0 for w in result.workers) == ON_A  # was ON_A + ON_B: B's frontend's too
     if result.serving_looks:  # the per-thread bytes: a connection opened in the window counts from its start
@@ -169,14 +194,15 @@ def test_haproxy_reload_newcomer_credited_its_port_a_alone(tmp_path: Path) -> No
             result = observed_under(a, load, kept)
             assert newcomer, "no newcomer started"
             assert newcomer[0].stderr is not None
-            lines = logged(newcomer[0].stderr.fileno())
+            log = StderrLog(newcomer[0].stderr.fileno())
+            lines = settled(log, lambda got: len(got) >= ON_B + answered.count(newcomer[0].pid))
         finally:
             kept.set()  # the driving thread ends: the newcomer with it (killed here too)
             for process in newcomer:
                 process.kill()
                 process.wait(10)
-    on_a = lines.count("frontend fa")
-    assert lines.count("frontend fb") == ON_B and on_a == answered.count(newcomer[0].pid), lines  # its own log
+    on_a = sum(line.startswith("frontend fa ") for line in lines)  # its start-up's asks ("/") and the window's
+    assert lines.count(f"frontend fb {WINDOW}") == ON_B and on_a == answered.count(newcomer[0].pid), lines
     assert result.reloaded is not None and result.reloaded.pids == (newcomer[0].pid,), result.notes
     assert result.reloaded.accepts == (on_a,), result.reloaded  # B's 15 were credited to it too
 
@@ -187,7 +213,7 @@ daemon off;
 pid {d}/nginx.pid;
 events {{ worker_connections 64; }}
 http {{
-    log_format kept '$server_port $pid';
+    log_format kept '$server_port $pid $request_uri';
     server {{
         listen 127.0.0.1:{port};
         access_log {d}/a.log kept;
@@ -206,8 +232,8 @@ def test_nginx_two_server_blocks_port_a_counts_a_alone() -> None:
     a, b = free_port("127.0.0.1"), free_port("127.0.0.1")
     with nginx_by_hand(NGINX_TWO_SERVERS, a, 2, 20.0, other=str(b)) as nginx:
         result = observed_under(a, both_ports(a, b))
-        on_a = (nginx.directory / "a.log").read_text().splitlines()
-        on_b = (nginx.directory / "b.log").read_text().splitlines()
+        on_a = settled(file_lines(nginx.directory / "a.log"), lambda got: len(got) >= ON_A)
+        on_b = settled(file_lines(nginx.directory / "b.log"), lambda got: len(got) >= ON_B)
     assert len(on_a) == ON_A and len(on_b) == ON_B  # the witness: each server block's own log
     assert sorted(w.pid for w in result.workers) == nginx.workers
     by_pid = {w.pid: w.accepts for w in result.workers}
@@ -241,8 +267,8 @@ def test_latency_attach_port_a_counts_a_alone(tmp_path: Path) -> None:
         finally:
             stop.set()
             beside.join(CAP_S)
-        on_a = (nginx.directory / "a.log").read_text().splitlines()
-        logged_b = (nginx.directory / "b.log").read_text().splitlines()
+        on_a = settled(file_lines(nginx.directory / "a.log"), lambda got: len(got) >= 40)
+        logged_b = settled(file_lines(nginx.directory / "b.log"), lambda got: len(got) >= len(on_b))
     assert done.returncode == 0, done.stderr
     assert len(on_a) == 40 and len(logged_b) == len(on_b) > 0  # the witness: each server block's own log
     doc = json.loads(out.read_text())
