@@ -15,17 +15,14 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from cluster import Cluster, cluster_fixture
-from cluster_network import describe, netns_inode, pids_in
 from conftest import child_processes
 from held_between_loads import BEFORE_THE_FIRST, HELD
 from test_clients_faults import (
@@ -39,7 +36,7 @@ from test_clients_faults import (
     remote_processes,
 )
 from test_clients_silent_host import link_down
-from waiting import OutputReader
+from waiting import OutputReader, ended_within
 
 from accept_order.loads.hosts.beats import COORDINATOR_SILENT_S
 
@@ -97,50 +94,9 @@ def pythons(c: Cluster, name: str) -> list[str]:
     return [p for p in remote_processes(c, name) if "python" in p]
 
 
-def python_pids(c: Cluster, name: str) -> list[int]:
-    """The pids of pythons(c, name): the Pythons in the host's namespace, read from its /proc."""
-    inode = netns_inode(c.namespace(name))
-    assert inode is not None, f"{c.namespace(name)} is gone"
-    return [pid for pid in pids_in({inode}) if b"python" in _cmdline(pid)]
-
-
-def ssh_pids(marker: str, host: str) -> list[int]:
-    """The pids of local_processes(marker) whose command line names `host` (the coordinator's ssh to it)."""
-    return [int(p.split()[1]) for p in local_processes(marker) if f" {host} " in p]
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""  # it ended meanwhile
-
-
-def ended_within(pids_of: Callable[[], list[int]], bound: float, what: str) -> float:
-    """Seconds until pids_of() is empty; fails past `bound`. Each process found is waited for by its pidfd (its
-    exit the event), then the look is taken again: polling /proc every 10 ms for the 10-30 s a host's Python takes
-    to hear the silence was most of this file's CPU (7.4 of its 13.3 CPU-s in pytest's own process)."""
-    began = time.monotonic()
-    while left := pids_of():
-        fds = []
-        for pid in left:
-            try:
-                fds.append(os.pidfd_open(pid))
-            except ProcessLookupError:
-                continue  # it ended meanwhile
-        try:
-            remaining = began + bound - time.monotonic()
-            if fds and (remaining <= 0 or not select.select(fds, [], [], remaining)[0]):
-                pytest.fail(f"timed out after {bound:g} s waiting for {what} (last: {[describe(p) for p in left]})")
-        finally:
-            for fd in fds:
-                os.close(fd)
-    return time.monotonic() - began
-
-
 def gone_within(c: Cluster, name: str, bound: float, what: str) -> float:
     """Seconds until the host's Python is gone, read from its namespace's /proc; fails past `bound`."""
-    return ended_within(lambda: python_pids(c, name), bound, what)
+    return ended_within(lambda: pythons(c, name), bound, what)
 
 
 BETWEEN = [("ramp", "between"), ("sweep", "between"), ("latency --modes", "between"), ("burst", "between")]
@@ -164,7 +120,9 @@ def test_a_coordinator_killed_between_loads_with_a_link_down_leaves_nothing(
             print(f"c2's Python gone {took:.1f} s after the kill")  # -s shows it
             assert pythons(cluster, "c1") == []  # its channel closed with the coordinator's ssh
             ended_within(  # the coordinator's ssh to c2 by its keepalives (gateways.SERVER_ALIVE)
-                lambda: ssh_pids(str(tmp_path), "c2"), 20 + GONE_S, "the ssh to c2 to end, c2's link down"
+                lambda: [p for p in local_processes(str(tmp_path)) if " c2 " in p],
+                20 + GONE_S,
+                "the ssh to c2 to end, c2's link down",
             )
             print(f"the ssh to c2 gone {took + time.monotonic() - began:.1f} s after the kill")
         assert_nothing_left(cluster, str(tmp_path))

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 from cluster import Cluster, cluster_fixture
-from conftest import wait_for
 from test_clients_faults import (
     CHANNEL_CLOSED_S,
     GONE_S,
@@ -31,6 +30,7 @@ from test_clients_faults import (
 )
 from test_clients_faults import server as server  # the fixture: `accept-order serve -w 3` in srv
 from test_clients_silent_host import link_down
+from waiting import ended_within
 
 from accept_order.loads.hosts.beats import COORDINATOR_SILENT_S
 
@@ -51,16 +51,14 @@ def test_a_coordinator_killed_with_the_observed_host_cut_off_leaves_nothing_ther
     with link_down(cluster, "srv"):
         run.proc.kill()
         assert run.wait() == -signal.SIGKILL
-        wait_for(  # theirs closed with the coordinator's ssh
+        ended_within(  # theirs closed with the coordinator's ssh
             lambda: [p for name in ("c1", "c2") for p in remote_processes(cluster, name)],
-            lambda left: left == [],
             CHANNEL_CLOSED_S,
             "the client hosts' loads to end as their channels closed",
         )
         began = time.monotonic()
-        wait_for(  # its sshd session stays until the link is up (it has its end to tell ssh): sshd's, not the tool's
+        ended_within(  # its sshd session stays until the link is up (it has its end to tell ssh): sshd's, not ours
             lambda: [p for p in remote_processes(cluster, "srv", spared) if "sshd" not in p],
-            lambda left: left == [],
             COORDINATOR_SILENT_S + GONE_S,
             "observe's Python and bpftrace in srv to end, its link down",
         )
