@@ -76,10 +76,11 @@ class HeldConnections:
         self._failed = False
         self.reads: Counter[int] = Counter()
 
-    def read(self) -> None:
-        """One read; a netlink error ends the reads (those so far stand)."""
+    def read(self) -> int | None:
+        """One read: the connections it found held (None: it did not see the listener); a netlink error ends the
+        reads (those so far stand)."""
         if self._failed or not self._listeners:
-            return
+            return None
         self._seq += 1
         try:
             self._sock = self._sock or open_diag_socket()
@@ -87,9 +88,10 @@ class HeldConnections:
         except OSError:
             self._failed = True
             self.close()
-            return
+            return None
         if held is not None:
             self.reads[held] += 1
+        return held
 
     def close(self) -> None:
         if self._sock is not None:
