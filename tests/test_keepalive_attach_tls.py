@@ -216,7 +216,8 @@ def test_run_counts_no_http_error_served_by_whoever_accepted_it() -> None:
     """With the kernel's accept log (an attached server), a 400 was put down to the worker that accepted it
     whenever the log answered in time: 1 of nginx's three 400s read served in about 1 run of 5."""
     target = SimpleNamespace(attribution=ReplyAttribution((PID,)), pids=[PID], protocol=HTTP)
-    accepts = SimpleNamespace(accepted_by=lambda port, since_ns: PID)  # the log names the accepting worker
+    # the log names the accepting worker
+    accepts = SimpleNamespace(accepted_by=lambda port, since_ns, server_port=None: PID)
     with socket.create_server(("127.0.0.1", 0)) as listener, socket.create_connection(listener.getsockname()) as one:
         books = Books(target, None, accepts)  # type: ignore[arg-type]
         assert books.worker_of(b"HTTP/1.1 400 Bad Request\r\n\r\n", one, 0) == (None, "bad reply (HTTP 400)")
