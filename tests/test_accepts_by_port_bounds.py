@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from accept_order.probes.accept_ports import own_port_totals
+from accept_order.probes.accept_ports import NO_PORT, ListenerPorts, own_port_totals
 from accept_order.probes.accept_program import program
 from accept_order.probes.accepts import AcceptCounter
 
@@ -77,3 +77,19 @@ def test_a_full_map_is_said_not_misplaced() -> None:
         assert (counted, left) == ({me: 5}, {me: 1})  # every port's, as 5 - 0 would read as A's alone...
         assert notes[0].startswith("it counts the accepts on every port the workers listen on"), notes  # ... said
         assert str(port_b) in notes[0].partition(" too:")[0], notes
+
+
+def test_a_unix_listener_is_no_port_s() -> None:
+    """HAProxy's threads accept on its stats socket too: 20 'show info' asks of it beside 10 requests to frontend A
+    read 30 accepts for observe --port A, which its note called A's alone."""
+    me = os.getpid()
+    with socket.create_server(("127.0.0.1", 0)) as a, socket.socket(socket.AF_UNIX) as stats:
+        stats.bind("\0accept-order-test-stats-" + str(me))  # abstract: nothing on disk
+        stats.listen()
+        with socket.create_connection(a.getsockname(), timeout=IO_TIMEOUT_S) as client:
+            listeners = ListenerPorts(me)
+            assert listeners.port(me, stats.fileno()) == NO_PORT  # was None: counted as A's
+            assert listeners.port(me, a.fileno()) == a.getsockname()[1]
+            assert listeners.port(me, client.fileno()) is None  # a connection: no listener, not known
+            on = {(me, me, stats.fileno() + 1): 20, (me, me, a.fileno() + 1): 10}
+            assert listeners.elsewhere(on, (a.getsockname()[1],)) == {(me, me, stats.fileno() + 1): 20}

@@ -7,7 +7,8 @@ as before); here that descriptor is read in its process's fd table (/proc/PID/fd
 socket's inode looked up among its network namespace's listeners. HAProxy with two frontends read 'the 2 threads
 shared 15 connections' for --port A when all 15 went to B.
 
-An accept is left out only where its descriptor is known to be a listener on another port: one whose call began
+An accept is left out only where its descriptor is known to be a listener on another port, or a UNIX socket's
+(NO_PORT: HAProxy's stats socket): one whose call began
 before the probes attached (its descriptor unseen) is counted, as it was before ports were told apart, unless the
 thread was seen blocked in that accept as bpftrace started (/proc/TID/syscall: its first argument, the descriptor,
 given to the program's BEGIN, `seeded`); so is one whose process ended before its descriptor was read.
@@ -24,6 +25,10 @@ from .proc_waits import ACCEPTS, thread_ids, thread_wait
 
 Fd = tuple[int, int]  # (pid, fd)
 OnKey = tuple[int, int, int]  # (pid, tid, fd + 1), as accept_watch counts them
+# the 'port' of a UNIX socket's listener: on none of those asked (1-65535). HAProxy's threads accept on its stats
+# socket too: 20 'show info' asks of it and 10 requests to frontend A read 30 accepts for --port A, beside a note
+# that they were A's alone
+NO_PORT = 0
 
 
 class ListenerPorts:
@@ -36,7 +41,8 @@ class ListenerPorts:
         self._ports: dict[int, int | None] = {}  # socket inode -> its port as a listener (None: not one at a dump)
 
     def port(self, pid: int, fd: int) -> int | None:
-        """The port of the listener descriptor `fd` of `pid` is; None where it is not known to be one."""
+        """The port of the listener descriptor `fd` of `pid` is; NO_PORT for a UNIX socket's (accepted on: a
+        listener of no port, HAProxy's stats socket); None where it is not known to be one."""
         if (pid, fd) not in self._inodes:
             inode = _socket_inode(pid, fd)
             if inode is None and not os.path.exists(f"/proc/{pid}/fd"):
@@ -47,7 +53,8 @@ class ListenerPorts:
             return None
         if inode not in self._ports:  # a listener opened since the last dump (a newcomer's own), or none: one dump
             self._ports.update((row.inode, row.port) for row in namespace_listeners(self.netns_pid))
-            self._ports.setdefault(inode, None)  # closed since (a soft-stopped HAProxy's): not dumped again each look
+        if inode not in self._ports:  # a UNIX socket's, or closed since (a soft-stopped HAProxy's): kept, read once
+            self._ports[inode] = NO_PORT if inode in unix_sockets(self.netns_pid) else None
         return self._ports[inode]
 
     def elsewhere(self, on: Mapping[OnKey, int], ports: Collection[int]) -> dict[OnKey, int]:
@@ -148,6 +155,17 @@ def _socket_inode(pid: int, fd: int) -> int | None:
     except OSError:
         return None
     return int(link[8:-1]) if link.startswith("socket:[") and link.endswith("]") else None
+
+
+def unix_sockets(pid: int) -> set[int]:
+    """The inodes of the UNIX sockets in `pid`'s network namespace (/proc/PID/net/unix, the 7th field of a line each;
+    read only where an accept's descriptor is a socket no TCP listener has); none where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/net/unix") as lines:
+            next(lines, None)  # the header
+            return {int(fields[6]) for line in lines if len(fields := line.split()) > 6 and fields[6].isdigit()}
+    except OSError:
+        return set()
 
 
 def blocked_in_accept(pids: Collection[int]) -> dict[int, int]:
