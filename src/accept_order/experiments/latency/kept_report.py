@@ -313,8 +313,9 @@ def _serves_to_end(result: LatencyResult) -> bool:
 
 def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
     """One row per worker of each kept run: accepted, held at end, held peak, requests (replies' and its
-    own), p50 and p99 in ms. None for a run at a --target whose replies named no worker, whose rows nobody counted
-    (kept_table shows none: 'accepted 0, held_at_end 0, requests 0' a worker was no count)."""
+    own), p50 and p99 in ms, each empty where not known or a part (_placed_whole). None for a run at a --target
+    whose replies named no worker, whose rows nobody counted (kept_table shows none: 'accepted 0, held_at_end 0,
+    requests 0' a worker was no count)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
@@ -325,10 +326,15 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
     for run in runs:
         result = LatencyResult.from_dict(run)
         own = {c.index: c for c in result.counters}
-        took, answered, kernel = accepted(result) or found_holding(result), requests(result), by_kernel(result)
-        answered = answered if answered is not None else _placed_whole(result)
+        took, named, kernel = accepted(result), requests(result), by_kernel(result)
+        answered = named if named is not None else _placed_whole(result)
+        # the pool's connections whose holders the client found, where others carried requests too: a part, so the
+        # holders found (accepted, where the kernel did not count) and those connections' p50 and p99 are left empty
+        part = kernel and named is None and answered is None
+        took = took if took is not None or part else found_holding(result)
         for i in range(len(result.served) if result.connections and not unnamed_only(result) else 0):
             counted = own.get(i)
+            p50, p99 = (None, None) if part else (worker_percentile(result, i, q) for q in (50.0, 99.0))
             writer.writerow(
                 [
                     export.label(run),
@@ -338,8 +344,8 @@ def kept_csv(runs: Sequence[dict[str, Any]]) -> str:
                     "" if counted is None or counted.held_peak is None else counted.held_peak,
                     answered[i] if answered is not None else "",
                     "" if counted is None or counted.requests is None else counted.requests,
-                    "" if (p50 := worker_percentile(result, i, 50.0)) is None else p50 / 1000,
-                    "" if (p99 := worker_percentile(result, i, 99.0)) is None else p99 / 1000,
+                    "" if p50 is None else p50 / 1000,
+                    "" if p99 is None else p99 / 1000,
                 ]
             )
     return out.getvalue()
@@ -349,7 +355,9 @@ def _placed_whole(result: LatencyResult) -> tuple[int, ...] | None:
     """The requests placed on the workers whose holders the client found (placed_requests) where they are all the run
     served; None where they are a part, which a CSV's row has no line beside it to say: an attached nginx with
     keepalive_requests 100 read 'requests' 400, 100, 100 and 200 (the pool's first 8 connections') where its access
-    log gave its workers 18,500, 17,695, 17,600 and 18,541 of 72,336 (the report's table says '800 of the 72,336')."""
+    log gave its workers 18,500, 17,695, 17,600 and 18,541 of 72,336 (the report's table says '800 of the 72,336').
+    Without bpftrace its 'accepted' (the holders found) read 1 and 3 where nginx (keepalive_requests 20) accepted 12
+    and 10, and its p50 and p99 were those connections' alone: kept_csv leaves those empty too."""
     placed = placed_requests(result)
     return placed if placed is not None and sum(placed) >= result.histogram.count else None
 
