@@ -297,8 +297,18 @@ def closes_lines(result: LatencyResult) -> list[str]:
             f"({_by_worker(closes.told, closes.unnamed_told)}): each was served, and the client opened a new "
             "connection for the rest of its requests"
         )
-    ended = never_kept(sum(result.served), sum(result.connections), sum(result.held_at_end), closed + told)
-    return [*lines, ended] if ended else lines
+    return [*lines, ended] if (ended := _never_kept(result, closed + told)) else lines
+
+
+def _never_kept(result: LatencyResult, server_ended: int) -> str | None:
+    """never_kept's line, where the replies name no worker from the client's own counts: the rows hold the kernel's
+    accepts or the pool's holders, not the connections answered (an attached nginx with keepalive_requests 1 read
+    '400 replies said Connection: close (400 on connections counted for no worker)' of 400 requests over 400
+    connections, its access log's, and never that it keeps none). Held at the end: none, where every one was ended."""
+    if not by_kernel(result):
+        return never_kept(sum(result.served), sum(result.connections), sum(result.held_at_end), server_ended)
+    firsts = result.first_requests  # every connection's first request: one a connection the client had answered
+    return None if firsts is None else never_kept(result.ok, firsts.every.count, 0, server_ended)
 
 
 def _serves_to_end(result: LatencyResult) -> bool:
