@@ -20,7 +20,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from .proc_processes import namespace_listeners, socket_inodes
+from .proc_processes import namespace_listeners
 from .proc_waits import ACCEPTS, thread_ids, thread_wait
 
 Fd = tuple[int, int]  # (pid, fd)
@@ -56,6 +56,26 @@ class ListenerPorts:
         if inode not in self._ports:  # a UNIX socket's, or closed since (a soft-stopped HAProxy's): kept, read once
             self._ports[inode] = NO_PORT if inode in unix_sockets(self.netns_pid) else None
         return self._ports[inode]
+
+    def read_tables(self, pids: Collection[int]) -> set[int]:
+        """Read `pids`' fd tables now, keep their listeners' descriptors and return the ports they listen on: a
+        process that exits before its accepts are placed (a reload's old worker, a recycled one) is placed by them,
+        where its table read at the stop is gone and its accepts were every port's (5 for A's 2, B's 3)."""
+        found: dict[Fd, int] = {}
+        for pid in pids:
+            try:
+                names = os.listdir(f"/proc/{pid}/fd")
+            except OSError:  # gone, or another user's
+                continue
+            for name in names:
+                if (inode := _socket_inode(pid, int(name))) is not None:
+                    found[(pid, int(name))] = inode
+        if not found:
+            return set()
+        self._ports.update((row.inode, row.port) for row in namespace_listeners(self.netns_pid))
+        listening = {fd: inode for fd, inode in found.items() if self._ports.get(inode) is not None}
+        self._inodes.update(listening)  # connections' descriptors are read as asked of, should one become a listener
+        return {port for inode in listening.values() if (port := self._ports[inode]) is not None}
 
     def elsewhere(self, on: Mapping[OnKey, int], ports: Collection[int]) -> dict[OnKey, int]:
         """Of `on`'s counts, those asked of a listener known to be on none of `ports`."""
@@ -101,7 +121,8 @@ def own_port_totals(
     gaps: Mapping[int, int] | None,
     described: tuple[Mapping[tuple[int, int], int], Mapping[tuple[int, int], int], Mapping[tuple[int, int, int], int]],
     ports: Collection[int],
-    pids: Sequence[int],
+    listeners: ListenerPorts,
+    other_ports: Sequence[int],
 ) -> tuple[dict[int, int], dict[int, int] | None, dict[int, int] | None, list[str]]:
     """An AcceptCounter's END counts, empty accepts and gaps less those on listeners of other ports than `ports`
     (`described`: bpftrace_readings.parse_descriptors), and what to say where that cannot be done. A map by
@@ -109,9 +130,9 @@ def own_port_totals(
     keys, the rest dropped without a word: @gapon's bucket x pid x descriptor filled at 64 workers serving two ports,
     and 8,123 gaps were given for 4,800 accepts on A). What it lost cannot be placed: the counts are then every
     port's, as said, and the gaps none (another port's connections' service is no sample of this one's)."""
-    listeners, notes = ListenerPorts(pids[0]), []
+    notes: list[str] = []
     took, found, gaps_on = described
-    others = ", ".join(map(str, sorted(held_ports(pids) - set(ports))))
+    others = ", ".join(map(str, other_ports))  # the workers' other ports, as read when the counter started
     lost = _dropped(counts, took) or (empty is not None and _dropped(empty, found))
     if lost:
         notes.append(
@@ -186,16 +207,3 @@ def seeded(fds: Mapping[int, int]) -> str:
     if not fds:
         return ""
     return "BEGIN { " + " ".join(f"@fd[{int(tid)}] = {int(fd) + 1};" for tid, fd in sorted(fds.items())) + " }\n"
-
-
-def held_ports(pids: Collection[int]) -> set[int]:
-    """The ports whose listeners `pids` hold (none where their fd tables cannot be read)."""
-    held: set[int] = set()
-    for pid in pids:
-        try:
-            held |= socket_inodes(pid)
-        except OSError:  # gone, or another user's
-            continue
-    if not held:
-        return set()
-    return {row.port for row in namespace_listeners(next(iter(pids))) if row.inode in held}

@@ -31,7 +31,7 @@ from ..core.started import Closing
 from . import bpftrace_readings as readings
 from .accept_counts import AcceptCounts
 from .accept_filter import accepted_by, thread_workers
-from .accept_ports import held_ports, own_port_totals
+from .accept_ports import ListenerPorts, own_port_totals
 from .accept_program import begin, following, program, refused_parent
 from .bpftrace_messages import ATTACHED_ENV, first_error_line, not_loaded_hint, raise_memlock
 from .bpftrace_output import OutputPump
@@ -82,6 +82,8 @@ class AcceptCounter(Closing):
         self.pids: tuple[int, ...] | None = None if pids is None else tuple(dict.fromkeys(int(p) for p in pids))
         self.ports = tuple(ports) if self.pids else ()
         self._split: bool | None = None  # whether the accepts are kept by descriptor (_told_apart), once asked
+        self._listeners: ListenerPorts | None = None  # the workers' listeners by descriptor, read as it starts
+        self._others: tuple[int, ...] = ()  # the ports they listen on besides `ports`
         self.threads = thread_workers(self.pids or ())
         self.children_of = following(children_of) if pids is not None else None
         self.attach_s: float | None = None  # how long start() waited for the probes to attach
@@ -170,19 +172,19 @@ class AcceptCounter(Closing):
             self._why = f"program failed to load (bpftrace exit {code}): {first_error_line(err)}{not_loaded_hint(err)}"
         self.close()
 
-    def _by_port(self) -> bool:
-        """Whether the accepts are told apart by port: asked to, and the workers hold a listener on one of the ports
-        (behind NAT, a forwarded port, the port connected to is none of theirs, and every accept is counted)."""
-        return bool(self.ports and self.pids and held_ports(self.pids) & set(self.ports))
-
     def _told_apart(self) -> bool:
         """Whether the program keeps each accept by the descriptor it was asked of: the workers hold a listener on
         one of the ports and on others too. A server of one port (the common case) runs the program as before it
         could: no enter probe's map update per accept, no begin mark (0.61-0.62 CPU-s of bpftrace against 0.50-0.54
         for 4,000 accepts at Debian's nginx of one port), its counts every accept's."""
         if self._split is None:
-            held = held_ports(self.pids) if self.ports and self.pids else set()
-            self._split = bool(held & set(self.ports) and held - set(self.ports))
+            held: set[int] = set()
+            if self.ports and self.pids:  # read once, as it starts: a worker may exit before the stop
+                self._listeners = ListenerPorts(self.pids[0])
+                held = self._listeners.read_tables(self.pids)
+            self._others = tuple(sorted(held - set(self.ports)))
+            # behind NAT (a forwarded port) the port connected to is none of theirs: every accept is counted
+            self._split = bool(held & set(self.ports) and self._others)
         return self._split
 
     def _begin(self) -> None:
@@ -313,16 +315,19 @@ class AcceptCounter(Closing):
                 self.close()
                 return self._result
             counts, short = reading[1], readings.reading_note(said, reading[0], began, round(waited, 2))
-            if self._by_port() and (others := sorted(held_ports(self.pids or ()) - set(self.ports))):
+            if self._told_apart():
                 # the per-port counts come at END only: a reading counts the workers' other ports' accepts too
-                also = f"port{'s' * (len(others) > 1)} {', '.join(map(str, others))}"
+                also = f"port{'s' * (len(self._others) > 1)} {', '.join(map(str, self._others))}"
                 short += f"; it counts the accepts on every port the workers listen on, {also} too"
             before_s = round(max(0.0, began - reading[0]), 6)  # above 0 however near: accepts may be missed
         printed = bytes(self._out)
         empty, gaps = parse_empty(printed), parse_gaps(printed)
-        if self.pids and not short and (described := parse_descriptors(printed)) is not None and self._by_port():
+        described = parse_descriptors(printed) if self._told_apart() and not short else None
+        if described is not None and self._listeners is not None:
             # the accepts on the workers' other ports left out (a periodic reading, END missed, counts them all)
-            counts, empty, gaps, notes = own_port_totals(counts, empty, gaps, described, self.ports, self.pids)
+            counts, empty, gaps, notes = own_port_totals(
+                counts, empty, gaps, described, self.ports, self._listeners, self._others
+            )
             self._notes += notes
         appeared: dict[int, int] = {}
         if self.pids is not None:  # every pid asked about is answered, 0 when it accepted nothing
