@@ -8,11 +8,11 @@ socket's inode looked up among its network namespace's listeners. HAProxy with t
 shared 15 connections' for --port A when all 15 went to B.
 
 An accept is left out only where its descriptor is known to be a listener on another port, or a UNIX socket's
-(NO_PORT: HAProxy's stats socket): one whose call began
-before the probes attached (its descriptor unseen) is counted, as it was before ports were told apart, unless the
-thread was seen blocked in that accept as bpftrace started (/proc/TID/syscall: its first argument, the descriptor,
-given to the program's BEGIN, `seeded`); so is one whose process ended before its descriptor was read.
-"""
+(NO_PORT: HAProxy's stats socket): one whose call began before the probes attached (its descriptor unseen) is
+counted, as it was before ports were told apart, unless the thread was seen blocked in that accept as bpftrace
+started (/proc/TID/syscall: its first argument, the descriptor, given to the program's BEGIN, `seeded`); so is one
+whose process ended before its descriptor was read (the accept counter reads its workers' tables as it starts,
+read_tables; observe reads each descriptor as first seen, at a look every 0.1 s)."""
 
 from __future__ import annotations
 
