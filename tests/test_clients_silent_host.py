@@ -30,7 +30,6 @@ from pathlib import Path
 import psutil
 import pytest
 from cluster import Cluster, cluster_fixture
-from conftest import wait_for
 from test_clients_faults import (
     GONE_S,
     LONG,
@@ -47,6 +46,7 @@ from test_clients_faults import (
     start,
     under_way,
 )
+from waiting import ended_within
 
 from accept_order.core.hosts import ClientHosts
 from accept_order.loads.hosts.gateways import _spec
@@ -132,15 +132,13 @@ def test_a_host_that_hears_nothing_from_the_coordinator_stops_its_load(cluster: 
         run.proc.kill()
         assert run.wait() == -signal.SIGKILL
         # its sshd session stays until the link is up (it has its exit to tell ssh): the host's sshd's, not ours
-        wait_for(
+        ended_within(
             lambda: [p for p in remote_processes(cluster, "c2") if "python" in p],
-            lambda left: left == [],
             10 + GONE_S,
             "c2's load to stop without a word from the coordinator for 10 s, its link down",
         )
-        wait_for(
+        ended_within(
             lambda: [p for p in local_processes(str(tmp_path)) if " c2 " in p],
-            lambda left: left == [],
             20 + GONE_S,
             "the ssh to c2 to end by its keepalives, c2's link down",
         )
@@ -190,9 +188,8 @@ def test_a_coordinator_stopped_for_longer_than_the_silence_does_not_blame_its_ho
     under_way(run, cluster, before, TICKED_CONNECTS)
     run.proc.send_signal(signal.SIGSTOP)  # the coordinator alone: its ssh clients, in sessions of their own, run on
     try:
-        wait_for(  # the hosts' own check: each stops its load and its Python exits
+        ended_within(  # the hosts' own check: each stops its load and its Python exits
             lambda: [p for name in ("c1", "c2") for p in remote_processes(cluster, name) if "python" in p],
-            lambda left: left == [],
             10 + GONE_S,
             "the hosts to stop their loads without a word from the stopped coordinator",
         )
