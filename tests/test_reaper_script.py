@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import psutil
+from waiting import wait_for
 
 from accept_order.core.reaper import Reaper
 
@@ -21,7 +22,10 @@ def test_a_directory_left_open_is_removed_when_the_tool_is_gone(tmp_path: Path) 
     reaper._send(f"dir {private}")
     proc = reaper._proc
     assert proc is not None and proc.stdin is not None
-    cmdline = psutil.Process(proc.pid).cmdline()
+    # Popen returns once exec closed its error pipe, which the kernel does before the new program's argument area
+    # is set up (load_elf_binary: begin_new_exec, then create_elf_tables): read early, /proc/PID/cmdline is empty
+    # (the fresh-clone CI at load ~10 read [])
+    cmdline = wait_for(lambda: psutil.Process(proc.pid).cmdline(), bool, 10, "the reaper's command line")
     assert cmdline[1:3] == ["-I", "-S"] and cmdline[3].endswith(os.path.join("accept_order", "core", "reaper.py"))
     proc.stdin.close()  # as the kernel closes it when the tool dies, with the directory still open
     assert proc.wait(timeout=30) == 0
