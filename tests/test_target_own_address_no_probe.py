@@ -21,6 +21,8 @@ from collections.abc import Iterator
 import pytest
 from waiting import OutputReader
 
+from accept_order.probes.evidence import PRIVATE_ENV
+
 ADDRESS = "10.77.91.1"  # the namespace's own address, on its loopback device: not a loopback address
 
 ASK = f"""
@@ -82,9 +84,11 @@ def _nat_chain(name: str) -> None:
     )
 
 
-def _latency_beside_serve(name: str, n: int) -> tuple[int, str]:
+def _latency_beside_serve(name: str, n: int, declared: bool = False) -> tuple[int, str]:
     """`latency --target ADDRESS:P -n n` in the namespace at serve there: (what serve's tally says its worker
-    accepted, once SIGTERM stops it; the report, its whitespace folded)."""
+    accepted, once SIGTERM stops it; the report, its whitespace folded). The latency's environment declares its
+    namespace private (PRIVATE_ENV=1) where `declared`, and otherwise not, whatever this worker's holds."""
+    env = {k: v for k, v in os.environ.items() if k != PRIVATE_ENV} | ({PRIVATE_ENV: "1"} if declared else {})
     argv = ["ip", "netns", "exec", name, sys.executable, "-m", "accept_order", "serve", "-w", "1", "--host", ADDRESS]
     serve = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     reader = OutputReader(serve.stdout)  # type: ignore[arg-type]
@@ -96,6 +100,7 @@ def _latency_beside_serve(name: str, n: int) -> tuple[int, str]:
             capture_output=True,
             text=True,
             timeout=120,
+            env=env,
         )
         assert done.returncode == 0, done.stderr
         serve.terminate()
@@ -136,6 +141,15 @@ def test_a_run_counts_what_the_server_counted_and_says_the_one_it_made(namespace
         accepted,
         said,
     )
+
+
+def test_a_namespace_declared_private_says_the_one_it_made_too(namespace: str) -> None:
+    """Where the namespace is declared the run's own (as reload's is), its counters line says the connection made
+    to find where the load lands too: the server counted it beside the load's 40."""
+    _nat_chain(namespace)
+    accepted, said = _latency_beside_serve(namespace, 40, declared=True)
+    private = f"private network namespace: this run's traffic only; declared by {PRIVATE_ENV}=1; {SAID})"
+    assert accepted == 41 and private in said, (accepted, said)
 
 
 ASK_CONNTRACK = f"""

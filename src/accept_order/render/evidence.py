@@ -162,7 +162,10 @@ def counters_text(evidence: Mapping[str, Any], label: str = "kernel counters") -
         text.append(f" ({where}{own})", style="yellow")
     else:
         why = evidence.get("netns", {}).get("why")
-        text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''}{own})", style="dim")
+        # a --target's one connection made to find its namespace is in a private namespace's counters too
+        landed = evidence.get("counters_landed")
+        told = f"; {landed}" if isinstance(landed, str) else ""
+        text.append(f" ({PRIVATE_SHORT}{'; ' + why if why else ''}{told}{own})", style="dim")
     return text
 
 
