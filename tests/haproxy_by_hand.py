@@ -3,8 +3,10 @@ attach test of an h2c port (test_h2c_advice_names_the_server: its bind and the H
 
 Those tests read a server accept-order did not start, so they start HAProxy themselves from a config of the test's
 own, in the foreground, each reply naming the thread that served it. One copy for both (they were written twice,
-the same config, request and start). Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_
-prefix, so pytest collects nothing here)."""
+the same config, request and start), and one of the observe reload tests' pieces (each was written two or three
+times): a config whose TCP session keeps a soft-stopped process alive, a newcomer started with -sf, and its first
+answer. Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_ prefix, so pytest collects
+nothing here)."""
 
 from __future__ import annotations
 
@@ -12,14 +14,17 @@ import contextlib
 import http.client
 import os
 import signal
+import socket
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 from cluster import dies_with
+from network import pid_answering
 
 from accept_order.servers.launched.haproxy import haproxy_missing
 
@@ -45,6 +50,51 @@ frontend f
 """
 
 
+def held_config(port: int, held_port: int, backend: int) -> str:
+    """Two threads answering on `port` with their pid, and a TCP frontend on `held_port` to `backend` whose session
+    keeps a soft-stopped process alive (see held_session)."""
+    return f"""global
+    nbthread 2
+defaults
+    timeout client 120s
+    timeout server 120s
+    timeout connect 10s
+frontend f
+    mode http
+    bind 127.0.0.1:{port}
+    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
+frontend held
+    mode tcp
+    bind 127.0.0.1:{held_port}
+    default_backend b
+backend b
+    mode tcp
+    server s 127.0.0.1:{backend}
+"""
+
+
+@contextlib.contextmanager
+def held_session(held_port: int, backend: socket.socket) -> Iterator[socket.socket]:
+    """A TCP session through held_config's `held_port` frontend, up once `backend` has accepted it (the process that
+    holds it outlives its soft stop until the block ends): the client's socket."""
+    with socket.create_connection(("127.0.0.1", held_port), timeout=10) as client:
+        backend.settimeout(START_TIMEOUT_S)
+        with backend.accept()[0]:
+            yield client
+
+
+def started(config_path: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """Debian's HAProxy in the foreground from `config_path` (`extra`: '-sf', PID to take the port over from PID and
+    tell it to finish), not waited for; it dies with the thread that starts it (PR_SET_PDEATHSIG), the caller ends
+    it."""
+    return subprocess.Popen(
+        ["haproxy", "-db", "-f", str(config_path), *extra],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=dies_with(os.getpid()),
+    )
+
+
 def ask(port: int) -> int:
     """One request on a connection of its own: the thread number the reply names."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
@@ -55,14 +105,18 @@ def ask(port: int) -> int:
         connection.close()
 
 
-def pid_answering(port: int) -> int:
-    """One request on a connection of its own: the pid the reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[3])
-    finally:
-        connection.close()
+def answered_by_new(port: int, before: set[int], served: Counter[int]) -> int:
+    """The pid that answers once a reload's newcomer took the listener over from those `before`; what they answered
+    meanwhile is added to `served`."""
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        with contextlib.suppress(OSError):
+            pid = pid_answering(port)
+            served[pid] += 1
+            if pid not in before:
+                return pid
+        assert time.monotonic() < deadline, "no new HAProxy answered after the reload"
+        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
 
 
 def answering(

@@ -1,9 +1,11 @@
 """The network as tests use it: whether IPv6 loopback works here (needs_ipv6 skips where not), HTTP/1.0 requests
 to a launched server that read which worker answered, and a port whose listener never accepts (the fixture
-silent_port, which conftest's import registers for every test). Tests import the helpers from conftest too."""
+silent_port, which conftest's import registers for every test), and the pid a reply by a server started by hand names
+(pid_answering). Tests import the helpers from conftest too."""
 
 from __future__ import annotations
 
+import http.client
 import socket
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +52,17 @@ def http_fetch_many(address: tuple[str, int], requests: int = 40, threads: int =
     """`requests` of http_fetch, `threads` at a time."""
     with ThreadPoolExecutor(threads) as pool:
         return list(pool.map(lambda _: http_fetch(address), range(requests)))
+
+
+def pid_answering(port: int) -> int:
+    """One HTTP/1.1 request to 127.0.0.1:`port` on a connection of its own: the pid its reply names, as its last word
+    (a server the test started by hand answering 'pid N', or HAProxy's 'worker T pid N')."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", "/")
+        return int(connection.getresponse().read().split()[-1])
+    finally:
+        connection.close()
 
 
 # Connections the silent listener's queue holds: more than any test's load has in flight (a ramp's --in-flight 4, a

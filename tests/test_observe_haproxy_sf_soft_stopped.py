@@ -17,19 +17,19 @@ holding a request to a backend that never answers)."""
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import socket
 import subprocess
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster import dies_with
 from conftest import wait_for
+from haproxy_by_hand import answered_by_new
+from haproxy_by_hand import started as haproxy_started
+from network import pid_answering
 
 from accept_order.experiments.observe import newcomers
 from accept_order.experiments.observe.run import observe
@@ -62,30 +62,6 @@ frontend f
 backend hold
     server s 127.0.0.1:{backend}
 """
-
-
-def pid_answering(port: int) -> int:
-    """One request on a connection of its own: the pid its reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[1])
-    finally:
-        connection.close()
-
-
-def answered_by_new(port: int, before: set[int], served: Counter[int]) -> int:
-    """The pid that answers once the newest process took the listener over; what the others answered meanwhile
-    is added to `served`."""
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:
-        with contextlib.suppress(OSError):
-            pid = pid_answering(port)
-            served[pid] += 1
-            if pid not in before:
-                return pid
-        assert time.monotonic() < deadline, "no new HAProxy answered after the reload"
-        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
 
 
 def holds_listener(pid: int, port: int) -> bool:
@@ -129,14 +105,7 @@ def test_a_newcomer_soft_stopped_before_it_was_read_is_named_and_said_to_run_on(
     started: list[subprocess.Popen[bytes]] = []
 
     def start(*extra: str) -> int:
-        started.append(
-            subprocess.Popen(
-                ["haproxy", "-db", "-f", str(path), *extra],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                preexec_fn=dies_with(os.getpid()),
-            )
-        )
+        started.append(haproxy_started(path, *extra))
         return started[-1].pid
 
     # observe reads no newcomer until `read` is set: the first is read after the second has taken over

@@ -14,14 +14,12 @@ worker is kept alive through both reloads by a TCP session through it, which a s
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import signal
 import socket
 import subprocess
 import threading
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -29,7 +27,9 @@ from pathlib import Path
 import pytest
 from cluster import dies_with
 from conftest import run_cli, wait_for
-from haproxy_by_hand import haproxy
+from haproxy_by_hand import START_TIMEOUT_S, answered_by_new, haproxy, held_config, held_session
+from haproxy_by_hand import started as haproxy_started
+from network import pid_answering
 
 from accept_order.experiments.documents import save
 from accept_order.experiments.observe.result import ObserveResult
@@ -42,56 +42,8 @@ if haproxy_missing():
     pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)
 
 REQUESTS = 20  # to each process in turn
-START_TIMEOUT_S = 20.0
 OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
 SNAPSHOTS_BETWEEN = 2  # intervals closed between a newcomer's last request and the next reload (see drive)
-
-
-def config(port: int, held_port: int, backend: int) -> str:
-    """Two threads answering on `port` with their pid, and a TCP frontend on `held_port` to `backend` whose session
-    keeps a soft-stopped process alive."""
-    return f"""global
-    nbthread 2
-defaults
-    timeout client 120s
-    timeout server 120s
-    timeout connect 10s
-frontend f
-    mode http
-    bind 127.0.0.1:{port}
-    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
-frontend held
-    mode tcp
-    bind 127.0.0.1:{held_port}
-    default_backend b
-backend b
-    mode tcp
-    server s 127.0.0.1:{backend}
-"""
-
-
-def pid_answering(port: int) -> int:
-    """One request on a connection of its own: the pid its reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[3])
-    finally:
-        connection.close()
-
-
-def answered_by_new(port: int, before: set[int], served: Counter[int]) -> int:
-    """The pid that answers once a reload's new worker took the listener over from those `before`; what they
-    answered meanwhile is added to `served`."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        with contextlib.suppress(OSError):
-            pid = pid_answering(port)
-            served[pid] += 1
-            if pid not in before:
-                return pid
-        assert time.monotonic() < deadline, "no new HAProxy worker answered after the reload"
-        time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
 
 
 @contextlib.contextmanager
@@ -150,14 +102,7 @@ def test_two_sf_reloads_in_one_window_each_named_with_its_accepts(tmp_path: Path
     started: list[subprocess.Popen[bytes]] = []
 
     def reload(latest: int) -> None:
-        started.append(
-            subprocess.Popen(  # takes the port over and tells `latest` to finish and exit (-sf)
-                ["haproxy", "-db", "-f", str(tmp_path / "haproxy.cfg"), "-sf", str(latest)],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-                preexec_fn=dies_with(os.getpid()),
-            )
-        )
+        started.append(haproxy_started(tmp_path / "haproxy.cfg", "-sf", str(latest)))  # tells `latest` to finish
 
     with contextlib.ExitStack() as stack:
         port, path, held = _configured(tmp_path, stack)
@@ -182,16 +127,9 @@ def _configured(
     backend = socket.create_server(("127.0.0.1", 0))
     stack.callback(backend.close)
     path = tmp_path / "haproxy.cfg"
-    path.write_text(config(port, held_port, backend.getsockname()[1]))
-
-    @contextlib.contextmanager
-    def held() -> Iterator[None]:
-        with socket.create_connection(("127.0.0.1", held_port), timeout=10):
-            backend.settimeout(START_TIMEOUT_S)
-            with backend.accept()[0]:  # the session through the old process is up: it outlives its stop
-                yield
-
-    return port, path, held
+    path.write_text(held_config(port, held_port, backend.getsockname()[1]))
+    # the session through the old process up: it outlives its stop
+    return port, path, lambda: held_session(held_port, backend)
 
 
 def _across(port: int, old: int, reload: Callable[[int], None]) -> tuple[ObserveResult, Counter[int], list[int], bool]:

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 
 import pytest
-from cluster import dies_with
-from haproxy_by_hand import START_TIMEOUT_S, haproxy, pid_answering
+from haproxy_by_hand import START_TIMEOUT_S, haproxy, held_config, held_session
+from haproxy_by_hand import started as haproxy_started
+from network import pid_answering
 
 from accept_order.experiments.observe.run import observe
 from accept_order.servers.launched.base import free_port
@@ -34,41 +35,16 @@ OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bou
 AFTER_SNAPSHOTS = 3  # intervals closed after the last request, so that its close is announced in the window
 
 
-def config(port: int, held_port: int, backend: int) -> str:
-    """Two threads answering on `port` with their pid, and a TCP frontend on `held_port` to `backend` whose session
-    keeps a soft-stopped process alive."""
-    return f"""global
-    nbthread 2
-defaults
-    timeout client 120s
-    timeout server 120s
-    timeout connect 10s
-frontend f
-    mode http
-    bind 127.0.0.1:{port}
-    http-request return status 200 content-type text/plain lf-string "worker %[thread] pid %pid\\n"
-frontend held
-    mode tcp
-    bind 127.0.0.1:{held_port}
-    default_backend b
-backend b
-    mode tcp
-    server s 127.0.0.1:{backend}
-"""
-
-
 def test_a_newcomers_connections_are_not_the_watched_process_load(tmp_path: Path) -> None:
     port, held_port = free_port("127.0.0.1"), free_port("127.0.0.1")
     backend = socket.create_server(("127.0.0.1", 0))
     path = tmp_path / "haproxy.cfg"
-    path.write_text(config(port, held_port, backend.getsockname()[1]))
+    path.write_text(held_config(port, held_port, backend.getsockname()[1]))
     started: list[subprocess.Popen[bytes]] = []
     with contextlib.ExitStack() as stack:
         stack.callback(backend.close)
         old = stack.enter_context(haproxy(path, port, threads=2)).pid
-        held = stack.enter_context(socket.create_connection(("127.0.0.1", held_port), timeout=10))
-        backend.settimeout(START_TIMEOUT_S)
-        stack.enter_context(backend.accept()[0])  # the session through the old process is up
+        held = stack.enter_context(held_session(held_port, backend))  # the session through the old process is up
         served = {"old": 0, "new": 0}
         snapshots, started_event, done, kept = [0], threading.Event(), threading.Event(), threading.Event()
         after: list[int] = []  # the snapshot count once the last request was answered
@@ -87,14 +63,8 @@ def test_a_newcomers_connections_are_not_the_watched_process_load(tmp_path: Path
                 for _ in range(OLD_REQUESTS):
                     assert pid_answering(port) == old
                     served["old"] += 1
-                started.append(
-                    subprocess.Popen(  # binds beside the old process, then tells it to stop listening (-sf)
-                        ["haproxy", "-db", "-f", str(path), "-sf", str(old)],
-                        stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL,
-                        preexec_fn=dies_with(os.getpid()),
-                    )
-                )
+                # binds beside the old process, then tells it to stop listening (-sf)
+                started.append(haproxy_started(path, "-sf", str(old)))
                 deadline = time.monotonic() + START_TIMEOUT_S
                 while served["new"] < NEW_REQUESTS:
                     with contextlib.suppress(OSError):
