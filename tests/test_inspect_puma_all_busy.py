@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -23,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from conftest import OutputReader, run_cli, wait_for
+from puma_by_hand import TIMEOUT_S, control, puma
 
-TIMEOUT_S = 30.0
 FUTEX, PPOLL, EPOLL_WAIT = (
     "202",
     "271",
@@ -59,25 +58,8 @@ def _threads(pid: int) -> dict[str, str]:
 def _puma(directory: Path, workers: int = 2, *extra: str) -> Iterator[tuple[subprocess.Popen[str], OutputReader, int]]:
     """Puma with `workers` of one thread each (0: single mode, its one process serving; `extra`: more options), its
     log and its port, until the block ends (its session killed)."""
-    (directory / "config.ru").write_text(APP)
-    proc = subprocess.Popen(
-        ["puma", "-w", str(workers), "-t", "1:1", "-b", "tcp://127.0.0.1:0", *extra, str(directory / "config.ru")],
-        cwd=directory,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stdout is not None
-        log = OutputReader(proc.stdout)
-        port = int(log.wait_for(r"Listening on http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
-        yield proc, log, port
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with puma(directory, APP, "-w", str(workers), "-t", "1:1", *extra) as started:
+        yield started
 
 
 def _workers(log: OutputReader) -> list[int]:
@@ -167,12 +149,6 @@ def test_inspect_names_the_busy_process_of_a_puma_in_single_mode(tmp_path: Path)
     assert list(rows) == [proc.pid] and rows[proc.pid][3] == "busy", out
 
 
-def _control(port: int) -> tuple[str, ...]:
-    """pumactl's control server at `port`: a thread named 'puma ctl' (the master's, or single mode's one process's)
-    selecting on a listener of its own."""
-    return ("--control-url", f"tcp://127.0.0.1:{port}", "--control-token", "x")
-
-
 def _ctl_selects(pid: int) -> None:
     wait_for(lambda: _threads(pid).get("puma ctl"), lambda call: call in SELECTS, TIMEOUT_S, "'puma ctl' in select")
 
@@ -181,7 +157,7 @@ def test_inspect_takes_no_control_server_for_a_worker_of_a_puma_all_serving(tmp_
     """The master's 'puma ctl' thread, the only one waiting on a listener while both workers served, read 'puma, 3
     workers', the master as w0 'listens', and 'Mechanism: select ... only one worker waits for connections: it takes
     every one', of a master that accepts none on the app's port."""
-    with _puma(tmp_path, 2, *_control(free_port)) as (proc, log, port):
+    with _puma(tmp_path, 2, *control(free_port)) as (proc, log, port):
         workers = _workers(log)
         with _held(port, workers):
             _ctl_selects(proc.pid)
@@ -197,7 +173,7 @@ def test_inspect_takes_no_control_server_for_a_worker_of_a_puma_all_serving(tmp_
 def test_inspect_reads_a_single_mode_puma_with_a_control_server_as_one_worker(tmp_path: Path, free_port: int) -> None:
     """At rest its 'puma ctl' thread, selecting on the control port, read as a second worker: 'puma, 2 workers', and
     'herds: yes' with the cluster's Why ('every Puma worker inherits the master's listening socket')."""
-    with _puma(tmp_path, 0, *_control(free_port)) as (proc, _, _):
+    with _puma(tmp_path, 0, *control(free_port)) as (proc, _, _):
         wait_for(lambda: _threads(proc.pid).get("puma srv"), lambda call: call in SELECTS, TIMEOUT_S, "'puma srv'")
         _ctl_selects(proc.pid)
         result = run_cli(["inspect", str(proc.pid), "--samples", "1"])

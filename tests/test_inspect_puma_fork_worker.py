@@ -13,20 +13,18 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import OutputReader, run_cli, wait_for
+from conftest import run_cli, wait_for
+from puma_by_hand import TIMEOUT_S, control, puma
+from puma_by_hand import stats as puma_stats
 
-TIMEOUT_S = 30.0
 WORKERS = 3
 SELECTS = {"23", "270"}  # x86_64's select and pselect6: what Ruby's IO.select waits in
 APP = 'run lambda { |env| [200, {"Content-Length" => "2"}, ["ok"]] }\n'
-TOKEN = "x"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("puma") is None, reason="needs Debian's puma (apt-get install puma)"),
@@ -51,27 +49,15 @@ def _ppid(pid: int) -> int:
 
 
 @contextmanager
-def _forking_puma(directory: Path, control: int) -> Iterator[tuple[int, list[int]]]:
-    """Puma -w WORKERS --fork-worker with a control server on `control`, until the block ends (its session killed):
+def _forking_puma(directory: Path, port: int) -> Iterator[tuple[int, list[int]]]:
+    """Puma -w WORKERS --fork-worker with a control server on `port`, until the block ends (its session killed):
     (the master's pid, the workers' pids by index, as its stats name them)."""
-    (directory / "config.ru").write_text(APP)
-    proc = subprocess.Popen(
-        ["puma", "-w", str(WORKERS), "--fork-worker", "-t", "1:1", "-b", "tcp://127.0.0.1:0"]
-        + ["--control-url", f"tcp://127.0.0.1:{control}", "--control-token", TOKEN, str(directory / "config.ru")],
-        cwd=directory,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        assert proc.stdout is not None
-        log = OutputReader(proc.stdout)
+    with puma(directory, APP, "-w", str(WORKERS), "--fork-worker", "-t", "1:1", *control(port)) as (proc, log, _):
         booted = r"Worker (\d+) \(PID: (\d+)\) booted"
         log.wait_for("(?s)" + ".*".join([booted] * WORKERS), TIMEOUT_S)
         logged = {int(i): int(pid) for i, pid in re.findall(booted, log.text)}
         stats = wait_for(
-            lambda: _stats(control),
+            lambda: puma_stats(port),
             lambda s: s is not None and s.get("booted_workers") == WORKERS,
             TIMEOUT_S,
             "pumactl stats naming every worker booted",
@@ -80,26 +66,6 @@ def _forking_puma(directory: Path, control: int) -> Iterator[tuple[int, list[int
         workers = [w["pid"] for w in sorted(stats["worker_status"], key=lambda w: w["index"])]
         assert workers == [logged[i] for i in range(WORKERS)], (workers, log.text)  # the two witnesses agree
         yield proc.pid, workers
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stdout is not None:
-            proc.stdout.close()
-
-
-def _stats(control: int) -> dict[str, object] | None:
-    """Puma's own stats through its control server (pumactl): the JSON on its last line; None until it answers."""
-    asked = subprocess.run(
-        ["pumactl", "-C", f"tcp://127.0.0.1:{control}", "-T", TOKEN, "stats"],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    lines = asked.stdout.strip().splitlines()
-    if asked.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        return None
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
 
 
 def test_inspect_reads_worker_0_of_a_fork_worker_puma_as_a_worker(tmp_path: Path, free_port: int) -> None:

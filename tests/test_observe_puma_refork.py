@@ -13,48 +13,24 @@ server's stats (pumactl) name the workers before and after the refork, worker 0 
 
 from __future__ import annotations
 
-import http.client
-import json
-import os
 import shutil
-import signal
-import subprocess
 import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import OutputReader, wait_for
+from conftest import wait_for
+from network import pid_answering
+from puma_by_hand import TIMEOUT_S, control, puma, pumactl, stats
 
 from accept_order.experiments.observe.run import observe
 
-TIMEOUT_S = 30.0
 WORKERS = 3
 REQUESTS = 30  # before the refork and after it
 OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
 APP = 'run lambda { |env| [200, {"Content-Type" => "text/plain"}, ["pid #{Process.pid}"]] }\n'
-TOKEN = "x"
 
 pytestmark = pytest.mark.skipif(shutil.which("puma") is None, reason="needs Debian's puma (apt-get install puma)")
-
-
-def _stats(control: int) -> dict[str, object] | None:
-    """Puma's own stats through its control server (pumactl): the JSON on its last line; None until it answers."""
-    asked = _pumactl(control, "stats")
-    lines = asked.stdout.strip().splitlines()
-    if asked.returncode != 0 or not lines or not lines[-1].startswith("{"):
-        return None
-    return json.loads(lines[-1])  # type: ignore[no-any-return]
-
-
-def _pumactl(control: int, command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["pumactl", "-C", f"tcp://127.0.0.1:{control}", "-T", TOKEN, command],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
 
 
 def _workers(control: int, phase: int) -> list[int]:
@@ -68,39 +44,18 @@ def _workers(control: int, phase: int) -> list[int]:
             and all(w["booted"] and (w["index"] == 0 or w["phase"] == phase) for w in status)
         )
 
-    stats = wait_for(lambda: _stats(control), booted, TIMEOUT_S, f"pumactl stats: every worker booted in phase {phase}")
-    assert stats is not None
-    return [w["pid"] for w in sorted(stats["worker_status"], key=lambda w: w["index"])]  # type: ignore[attr-defined]
-
-
-def _ask(port: int) -> int:
-    """One request on a connection of its own: the pid its reply names."""
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        connection.request("GET", "/")
-        return int(connection.getresponse().read().split()[1])
-    finally:
-        connection.close()
+    read = wait_for(lambda: stats(control), booted, TIMEOUT_S, f"pumactl stats: every worker booted in phase {phase}")
+    assert read is not None
+    return [w["pid"] for w in sorted(read["worker_status"], key=lambda w: w["index"])]  # type: ignore[attr-defined]
 
 
 def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path: Path, free_port: int) -> None:
-    (tmp_path / "config.ru").write_text(APP)
-    proc = subprocess.Popen(
-        ["puma", "-w", str(WORKERS), "--fork-worker", "-t", "1:1", "-b", "tcp://127.0.0.1:0"]
-        + ["--control-url", f"tcp://127.0.0.1:{free_port}", "--control-token", TOKEN, str(tmp_path / "config.ru")],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
     served: Counter[int] = Counter()
     after: list[int] = []
     started, done = threading.Event(), threading.Event()
     failed: list[BaseException] = []
-    try:
-        assert proc.stdout is not None
-        port = int(OutputReader(proc.stdout).wait_for(r"Listening on http://127\.0\.0\.1:(\d+)", TIMEOUT_S).group(1))
+    options = ("-w", str(WORKERS), "--fork-worker", "-t", "1:1", *control(free_port))
+    with puma(tmp_path, APP, *options) as (proc, _, port):
         before = _workers(free_port, 0)
 
         def drive() -> None:
@@ -108,11 +63,11 @@ def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path:
                 if not started.wait(OBSERVE_CAP_S):
                     return
                 for _ in range(REQUESTS):
-                    served[_ask(port)] += 1
-                assert _pumactl(free_port, "refork").returncode == 0
+                    served[pid_answering(port)] += 1
+                assert pumactl(free_port, "refork").returncode == 0
                 after.extend(_workers(free_port, 1))
                 for _ in range(REQUESTS):
-                    served[_ask(port)] += 1
+                    served[pid_answering(port)] += 1
             except BaseException as exc:  # said by the test, not lost in the thread
                 failed.append(exc)
             finally:
@@ -122,11 +77,6 @@ def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path:
         driver.start()
         result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=lambda _: started.set(), until=done)
         driver.join(OBSERVE_CAP_S)
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(TIMEOUT_S)
-        if proc.stdout is not None:
-            proc.stdout.close()
     assert not failed, failed
     if not result.traced:
         pytest.skip(f"no kernel count of who accepts: {result.notes}")
