@@ -2,8 +2,9 @@
 
 Those tests look at a server accept-order did not start, so they start nginx themselves: a config of the
 test's own (its log format, keep-alive, listen flags) in a private directory, the master in its own session
-(killed as a group at the end), ready once every worker waits in epoll_wait. Imported by name, as conftest's
-helpers are (tests/ is on sys.path; no test_ prefix, so pytest collects nothing here)."""
+(killed as a group at the end), ready once every worker waits in epoll_wait; or in the cluster's srv namespace for
+the --clients tests of a page naming no worker (in_srv). Imported by name, as conftest's helpers are (tests/ is on
+sys.path; no test_ prefix, so pytest collects nothing here)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cluster import Cluster
 from conftest import wait_for
 
 EPOLL_WAIT = "232"  # x86_64's syscall number, as /proc/PID/syscall gives it
@@ -96,16 +98,57 @@ def nginx_by_hand(
             [nginx, "-p", d, "-c", str(path), "-e", f"{d}/error.log"], stderr=subprocess.DEVNULL, start_new_session=True
         )
         try:
-            pids = wait_for(
-                lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-                lambda pids: len(pids) == workers and in_epoll_wait(pids),
-                timeout,
-                "nginx's workers in epoll_wait",
-            )
-            yield HandNginx(port, proc.pid, sorted(pids), Path(d))
+            yield HandNginx(port, proc.pid, sorted(_ready(proc, workers, timeout)), Path(d))
         finally:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout)
+
+
+@contextmanager
+def in_srv(
+    cluster: Cluster,
+    directory: Path,
+    reply: str,
+    logged: str,
+    port: int,
+    workers: int,
+    http: str = "",
+    timeout: float = 60.0,
+) -> Iterator[str]:
+    """nginx in the cluster's srv namespace (tests/cluster.py) with `workers` workers, its files in `directory`,
+    answering `reply` and a newline to each request on `port` and logging `logged` a line to access.log (`http`:
+    directives before, such as a map those name), until the block ends: its address:port, once every worker waits
+    in epoll_wait (within `timeout`). Skips where nginx is not installed."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.access(nginx, os.X_OK):
+        pytest.skip("nginx is not installed")
+    address = cluster.address("srv")
+    conf = directory / "nginx.conf"
+    conf.write_text(
+        f"daemon off; worker_processes {workers}; pid {directory}/nginx.pid;\n"
+        "events { worker_connections 512; }\n"
+        f"http {{ {http}\n  log_format s '{logged}'; access_log {directory}/access.log s;\n"
+        f'  server {{ listen {address}:{port}; location / {{ return 200 "{reply}\\n"; }} }} }}\n'
+    )
+    argv = [nginx, "-p", str(directory), "-c", str(conf), "-e", f"{directory}/error.log"]
+    # its own session, so that its workers go with it: a master killed alone leaves them holding the port
+    proc = cluster.run_in("srv", argv, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _ready(proc, workers, timeout)
+        yield f"{address}:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout)
+
+
+def _ready(proc: subprocess.Popen[bytes], workers: int, timeout: float) -> list[int]:
+    """nginx's worker pids once there are `workers` of them, each waiting in epoll_wait."""
+    return wait_for(
+        lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
+        lambda pids: len(pids) == workers and in_epoll_wait(pids),
+        timeout,
+        "nginx's workers in epoll_wait",
+    )
 
 
 def established_held(port: int, pids: list[int]) -> dict[int, int]:

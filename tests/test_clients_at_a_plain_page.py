@@ -15,17 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-import shutil
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cluster import Cluster, cluster_fixture
 from conftest import run_cli, wait_for
-from nginx_by_hand import in_epoll_wait
+from nginx_by_hand import in_srv
 from test_clients_faults import own_config
 
 cluster = cluster_fixture(clients=2)
@@ -45,32 +41,9 @@ class Page:
 
 @pytest.fixture
 def page(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Page]:
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not Path(nginx).exists():
-        pytest.skip("nginx is not installed")
     d = tmp_path_factory.mktemp("nginx")
-    address = cluster.address("srv")
-    conf = d / "nginx.conf"
-    conf.write_text(
-        f"daemon off; worker_processes {WORKERS}; pid {d}/nginx.pid;\n"
-        "events { worker_connections 512; }\n"
-        f"http {{ log_format s '$status'; access_log {d}/access.log s;\n"
-        f'  server {{ listen {address}:{PORT}; location / {{ return 200 "hello\\n"; }} }} }}\n'
-    )
-    argv = [nginx, "-p", str(d), "-c", str(conf), "-e", f"{d}/error.log"]
-    # its own session, so that its workers go with it: a master killed alone leaves them holding the port
-    proc = cluster.run_in("srv", argv, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for(
-            lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-            lambda pids: len(pids) == WORKERS and in_epoll_wait(pids),
-            60,
-            "nginx's workers in epoll_wait",
-        )
-        yield Page(f"{address}:{PORT}", d / "access.log")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+    with in_srv(cluster, d, reply="hello", logged="$status", port=PORT, workers=WORKERS) as address:
+        yield Page(address, d / "access.log")
 
 
 def _table(text: str) -> list[dict[str, str]]:

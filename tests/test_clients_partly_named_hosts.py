@@ -11,17 +11,13 @@ an odd one; the witness its access log, a line per request naming what it sent.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cluster import Cluster, cluster_fixture
 from conftest import assert_one_error_line, run_cli, wait_for
-from nginx_by_hand import in_epoll_wait
+from nginx_by_hand import in_srv
 from test_clients_faults import own_config
 
 cluster = cluster_fixture(clients=2)
@@ -31,33 +27,10 @@ PORT, WORKERS, REQUESTS = 8080, 2, 100
 @pytest.fixture
 def page(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """nginx in srv, half its replies naming a worker: its address and access log."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not Path(nginx).exists():
-        pytest.skip("nginx is not installed")
     d = tmp_path_factory.mktemp("nginx")
-    address = cluster.address("srv")
-    conf = d / "nginx.conf"
-    conf.write_text(
-        f"daemon off; worker_processes {WORKERS}; pid {d}/nginx.pid;\n"
-        "events { worker_connections 512; }\n"
-        'http { map $connection $sent { ~[02468]$ "worker $pid"; default "hello"; }\n'
-        f"  log_format s '$sent'; access_log {d}/access.log s;\n"
-        f'  server {{ listen {address}:{PORT}; location / {{ return 200 "$sent\\n"; }} }} }}\n'
-    )
-    argv = [nginx, "-p", str(d), "-c", str(conf), "-e", f"{d}/error.log"]
-    # its own session, so that its workers go with it: a master killed alone leaves them holding the port
-    proc = cluster.run_in("srv", argv, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        wait_for(
-            lambda: [int(p) for p in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()],
-            lambda pids: len(pids) == WORKERS and in_epoll_wait(pids),
-            60,
-            "nginx's workers in epoll_wait",
-        )
-        yield f"{address}:{PORT}", d / "access.log"
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(30)
+    named = 'map $connection $sent { ~[02468]$ "worker $pid"; default "hello"; }'
+    with in_srv(cluster, d, reply="$sent", logged="$sent", port=PORT, workers=WORKERS, http=named) as address:
+        yield address, d / "access.log"
 
 
 def test_each_host_keeps_what_it_served_on_no_row(cluster: Cluster, page: tuple[str, Path], tmp_path: Path) -> None:
