@@ -8,6 +8,7 @@ import platform
 import socket
 from typing import Any
 
+from .cgroup_cpu import cgroup_cpu
 from .measures import Environment
 
 
@@ -51,6 +52,9 @@ def machine_state() -> dict[str, object]:
         }
     except (OSError, ValueError):
         pass
+    limited = cgroup_cpu()
+    if limited is not None:  # a CPU limit over this tool (a container's): its throttle is not other processes'
+        state["cgroup_cpu"] = limited
     kernel = boot_id()
     if kernel:  # which kernel's /proc/stat this is: a client host reporting the same one shares these CPUs
         state["boot_id"] = kernel

@@ -30,6 +30,10 @@ _MACHINE_STATE = Record(
         "cpu_jiffies": Record(
             {"total": Integer(), "steal": Integer(), "busy": Integer()}, frozenset({"total", "steal"})
         ),
+        # this tool's cgroup's CPU limit and how long each level up was throttled so far (core/cgroup_cpu.py)
+        "cgroup_cpu": Record(
+            {"throttled_us": ListOf(Integer()), "limit": Text(128), "at_s": Number()}, frozenset({"throttled_us"})
+        ),
         "boot_id": Text(64),  # the kernel whose /proc/stat this is (client hosts that report it share its CPUs)
     }
 )

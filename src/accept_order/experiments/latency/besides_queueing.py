@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ...analysis.syn_retrans import RTO_FLOOR_US, slow_count, syn_stalls
 from ...analysis.wakeups import HERD_THRESHOLD, wakeups_per_connection, workers_woken
+from ...core.cgroup_cpu import throttled_said
 from ...core.models import Model
 from ...core.run_warnings import WarningKind
 from ...core.text import and_join, plural
@@ -96,6 +97,9 @@ def seen_besides_queueing(result: LatencyResult, name: Callable[[LatencyResult],
     shares = result.others_cpu_share
     if shares is not None and shares[1] >= OTHERS_SEEN:
         seen.append(f"other processes used {100 * shares[1]:.0f}% of the CPUs during {label}")
+    throttled = throttled_said(result.evidence.get("machine"))
+    if throttled:  # the run waited for its own CPU limit: not other processes', whatever share they took
+        seen.append(f"{throttled} (during {label})")
     return seen
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from rich.text import Text
 
+from ...core.cgroup_cpu import throttled_said
 from ...core.measures import DriverStats
 from ...core.run_warnings import RunWarning, WarningKind, unique, warn
 from ...loads.generator import STARVED, client_bound, driver_warnings
@@ -42,6 +43,8 @@ def load_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     elsewhere = unseen_note(first.server) is not None or bool(first.hosts) or apart
     if elsewhere:  # the drivers waited for their own host's CPUs, not for the workers'
         warnings = [elsewhere_wait(w, drivers) for w in warnings]
+    if any(throttled_said(r.evidence.get("machine")) for r in results):  # its limit held them, not others
+        warnings = [limit_wait(w, drivers) for w in warnings]
     if bound:  # says more than "a driver was CPU-bound": the workers idled meanwhile
         warnings = [w for w in warnings if w.kind is not WarningKind.DRIVER_SATURATED]
     notes = [Text(f"Warning: {w}", style="yellow") for w in unique([*bound, *warnings])]
@@ -65,6 +68,14 @@ def elsewhere_wait(warning: RunWarning, drivers: Sequence[DriverStats]) -> RunWa
     return warn(WarningKind.CLIENT_WAITED, percent=100 * share)
 
 
+def limit_wait(warning: RunWarning, drivers: Sequence[DriverStats]) -> RunWarning:
+    """The drivers' wait for a CPU said without naming other processes where the run's cgroup was throttled:
+    a throttled task waits runnable (run-queue time), and host_notes says the throttle."""
+    if warning.kind is not WarningKind.DRIVERS_WAITED_FOR_OTHERS:
+        return warning
+    return elsewhere_wait(warning, drivers)
+
+
 def host_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult], str] = _label) -> list[Text]:
     """The host's CPUs over each run beside the run's own processes' CPU (workers and load generator), said
     when others used a share worth naming: a wait for a CPU is then not only the run's own doing. Where the
@@ -74,17 +85,19 @@ def host_notes(results: Sequence[LatencyResult], name: Callable[[LatencyResult],
     for r in results:
         who = f"{name(r)}: " if len(results) > 1 else ""
         cpus = r.environment.cpu_count
+        throttled = throttled_said(r.evidence.get("machine"))
         unsplit = r.host_busy_unsplit
-        if unsplit is not None:
-            busy, generator = unsplit
-            if busy - generator >= OTHERS_SHOWN:
-                text = machine_busy(busy, generator * cpus, cpus, server_read=False)
-                notes.append(Text(f"{who}{text} during the run, so waits for a CPU may be others'", style="yellow"))
-            continue
         shares = r.others_cpu_share
-        if shares is None or shares[1] < OTHERS_SHOWN:
-            continue
-        busy, others = shares
-        text = machine_busy(busy, (busy - others) * cpus, cpus)
-        notes.append(Text(f"{who}{text} during the run, so waits for a CPU are partly theirs", style="yellow"))
+        if unsplit is not None and unsplit[0] - unsplit[1] >= OTHERS_SHOWN:
+            busy, generator = unsplit
+            text = machine_busy(busy, generator * cpus, cpus, server_read=False)
+            why = f"; but {throttled}" if throttled else ", so waits for a CPU may be others'"
+            notes.append(Text(f"{who}{text} during the run{why}", style="yellow"))
+        elif unsplit is None and shares is not None and shares[1] >= OTHERS_SHOWN:
+            busy, others = shares
+            text = machine_busy(busy, (busy - others) * cpus, cpus)
+            why = f"; but {throttled}" if throttled else ", so waits for a CPU are partly theirs"
+            notes.append(Text(f"{who}{text} during the run{why}", style="yellow"))
+        elif throttled:  # others took little: the wait was the limit's
+            notes.append(Text(f"{who}{throttled[0].upper()}{throttled[1:]}.", style="yellow"))
     return notes

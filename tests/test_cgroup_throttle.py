@@ -1,0 +1,121 @@
+"""A run in a CPU-capped cgroup (a container's cpu.max: a Kubernetes CPU limit, `docker --cpus`) says its cgroup was
+throttled, with the kernel's own count of that time, and does not put the wait on other processes: a reviewer's
+starved run read 'other processes used 98% of the CPUs' where its quota held it. The test makes a cgroup of its own
+(cgroup v2's cpu.max, or v1's cpu.cfs_quota_us where the cpu controller is on v1), 20 ms of CPU each 100 ms, runs
+the tool in it, and checks what the report says against the cgroup's cpu.stat (the witness); it removes the cgroup
+after."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from accept_order.core.waiting import wait_for
+
+QUOTA_US, PERIOD_US = 20000, 100000
+
+
+def _mount(fstype: str, option: str = "") -> str | None:
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        head, _, tail = line.partition(" - ")
+        rest = tail.split()
+        if rest and rest[0] == fstype and (not option or option in rest[2].split(",")):
+            return head.split()[4]
+    return None
+
+
+def _v2_group(root: str) -> tuple[Path, str] | None:
+    """A cgroup under v2's root with the cpu controller, or None where v2 cannot give one."""
+    base = Path(root)
+    if "cpu" not in (base / "cgroup.controllers").read_text().split():
+        return None
+    subtree = base / "cgroup.subtree_control"
+    if "cpu" not in subtree.read_text().split():
+        subtree.write_text("+cpu")
+    group = Path(tempfile.mkdtemp(prefix="accept-order-test.", dir=root))
+    (group / "cpu.max").write_text(f"{QUOTA_US} {PERIOD_US}")
+    return group, "2"
+
+
+def _v1_group(root: str) -> tuple[Path, str]:
+    group = Path(tempfile.mkdtemp(prefix="accept-order-test.", dir=root))
+    (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+    (group / "cpu.cfs_quota_us").write_text(str(QUOTA_US))
+    return group, "1"
+
+
+@pytest.fixture
+def limited_cgroup() -> Iterator[tuple[Path, str]]:
+    """(the cgroup's directory, "2" or "1"): a cgroup of the test's own with a CPU limit of 0.2 CPUs."""
+    v2, v1 = _mount("cgroup2"), _mount("cgroup", "cpu")
+    made: tuple[Path, str] | None = None
+    try:
+        if v2 is not None:
+            made = _v2_group(v2)
+        if made is None and v1 is not None:
+            made = _v1_group(v1)
+    except OSError as exc:
+        pytest.skip(f"no cgroup of the test's own with a CPU limit: {exc}")
+    if made is None:
+        pytest.skip("no writable cgroup hierarchy with the cpu controller (cgroup v2's cpu, or v1's)")
+    group = made[0]
+    try:
+        yield made
+    finally:
+        # the run's processes have ended; the kernel lets a cgroup go once its last task is gone
+        wait_for(lambda: not (group / "cgroup.procs").read_text().strip(), 10)
+        group.rmdir()
+
+
+def _kernel_throttled_ms(group: Path, version: str) -> float:
+    """The witness: how long the kernel held the cgroup off the CPUs, from its own cpu.stat."""
+    stat = dict(line.split()[:2] for line in (group / "cpu.stat").read_text().splitlines())
+    return int(stat["throttled_usec"]) / 1000 if version == "2" else int(stat["throttled_time"]) / 1e6
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="cgroups are Linux's")
+def test_a_throttled_run_names_its_limit_not_other_processes(limited_cgroup: tuple[Path, str], tmp_path: Path) -> None:
+    group, version = limited_cgroup
+    out = tmp_path / "latency.json"
+    tool = f"{sys.executable} -m accept_order latency --modes epoll -w 1 --driver-procs 1 -n 3000 --json {out}"
+    # the shell moves itself into the cgroup, then becomes the tool: every process the run starts is in it
+    done = subprocess.run(
+        ["sh", "-c", f"echo $$ > {group / 'cgroup.procs'} && exec {tool}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    kernel_ms = _kernel_throttled_ms(group, version)
+    assert kernel_ms > 0  # 0.2 CPUs for a run that needs more: the kernel throttled it
+    report = " ".join(done.stdout.split())  # as one line: the report wraps at the terminal's width
+    said = re.findall(r"run's cgroup was throttled for (\d+) ms of its [\d.]+ s \(([^)]*)\)", report)
+    assert said, done.stdout
+    ms, limit = said[0]
+    assert 0 < int(ms) <= kernel_ms + 1  # the run's part of what the kernel counted, never more
+    assert limit in (f"cpu.max {QUOTA_US}/{PERIOD_US}", f"cpu.cfs_quota_us/period {QUOTA_US}/{PERIOD_US}")
+    # the waits are not put on other processes (whatever share of the busy host they took): a worker and a driver
+    # on 2 CPUs had one each, where the load generator's wait was said to be other processes' doing
+    assert "so waits for a CPU are partly theirs" not in report
+    assert "other processes (host-wide) took them" not in report
+    runs = json.loads(out.read_text())["runs"]
+    after = runs[0]["evidence"]["machine"]["after"]["cgroup_cpu"]
+    assert after["throttled_us"][0] / 1000 <= kernel_ms  # the file's count is the kernel's, read before the end
+    # the saved file fits its schema and says the same again
+    shown = subprocess.run(
+        [sys.executable, "-m", "accept_order", "show", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert f"run's cgroup was throttled for {ms} ms" in " ".join(shown.stdout.split())
