@@ -14,12 +14,12 @@ import socket
 import struct
 from collections.abc import Iterator
 
+from accept_order.probes.netlink_messages import NLMSG_ERROR, NLMSGHDR, MalformedReply, messages
+
 NETLINK_NETFILTER = 12
 IPCTNL_MSG_CT_NEW, IPCTNL_MSG_CT_GET = (1 << 8) | 0, (1 << 8) | 1  # NFNL_SUBSYS_CTNETLINK
 NLM_F_REQUEST = 0x1
-NLMSG_ERROR = 2
 NLA_F_NESTED = 0x8000
-NLMSGHDR = struct.Struct("=IHHII")
 NFGENMSG = struct.Struct("!BBH")  # family, version, res_id
 NLATTR = struct.Struct("=HH")
 CTA_TUPLE_ORIG, CTA_TUPLE_REPLY = 1, 2
@@ -82,12 +82,7 @@ def sent_to(client: tuple[str, int], asked: tuple[str, int]) -> tuple[str, int] 
             sock.send(NLMSGHDR.pack(NLMSGHDR.size + len(body), IPCTNL_MSG_CT_GET, NLM_F_REQUEST, 1, 0) + body)
             while True:
                 data = sock.recv(1 << 16)
-                offset = 0
-                while offset + NLMSGHDR.size <= len(data):
-                    length, kind, _flags, seq, _pid = NLMSGHDR.unpack_from(data, offset)
-                    if length < NLMSGHDR.size or offset + length > len(data):
-                        raise Unanswered("a malformed reply")
-                    start, end, offset = offset + NLMSGHDR.size, offset + length, offset + ((length + 3) & ~3)
+                for kind, seq, start, end in messages(data):
                     if seq != 1:
                         continue
                     if kind == NLMSG_ERROR:
@@ -100,5 +95,7 @@ def sent_to(client: tuple[str, int], asked: tuple[str, int]) -> tuple[str, int] 
                         return _source(reply) if reply is not None else None
                 if not data:
                     raise Unanswered("the socket closed")
+    except MalformedReply as exc:
+        raise Unanswered("a malformed reply") from exc
     except OSError as exc:
         raise Unanswered(str(exc)) from exc

@@ -14,13 +14,13 @@ import errno
 import socket
 import struct
 
+from accept_order.probes.netlink_messages import NLMSG_DONE, NLMSG_ERROR, NLMSGHDR, messages
+
 NETLINK_NETFILTER = 12
 NFT_MSG_GETCHAIN = (10 << 8) | 4  # NFNL_SUBSYS_NFTABLES, NFT_MSG_GETCHAIN
 NFT_MSG_NEWCHAIN = (10 << 8) | 3  # each chain of the dump comes back as one
 NFTA_CHAIN_TYPE = 7
 NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
-NLMSG_ERROR, NLMSG_DONE = 2, 3
-NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
 NFGENMSG = struct.Struct("!BBH")  # family (NFPROTO_UNSPEC: every family), version, res_id
 NLATTR = struct.Struct("=HH")
 NLA_TYPE_MASK = 0x3FFF  # the type without NLA_F_NESTED / NLA_F_NET_BYTEORDER
@@ -58,13 +58,7 @@ def nft_nat_chains() -> int | None:
             nat = 0
             while True:
                 data = sock.recv(1 << 16)
-                offset = 0
-                while offset + NLMSGHDR.size <= len(data):
-                    length, kind, _flags, seq, _pid = NLMSGHDR.unpack_from(data, offset)
-                    if length < NLMSGHDR.size or offset + length > len(data):
-                        return None
-                    start, end = offset + NLMSGHDR.size, offset + length
-                    offset += (length + 3) & ~3
+                for kind, seq, start, end in messages(data):  # a malformed one: MalformedReply, an OSError
                     if seq != 1:
                         continue
                     if kind == NLMSG_DONE:

@@ -15,11 +15,11 @@ import socket
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 
+from accept_order.probes.netlink_messages import NLMSG_ERROR, NLMSGHDR, MalformedReply, messages
+
 NETLINK_ROUTE = 0
 RTM_NEWLINK, RTM_GETLINK, RTM_NEWROUTE, RTM_GETROUTE, RTM_NEWNSID, RTM_GETNSID = 16, 18, 24, 26, 88, 90
 NLM_F_REQUEST = 0x1
-NLMSG_ERROR = 2
-NLMSGHDR = struct.Struct("=IHHII")  # len, type, flags, seq, pid
 RTMSG = struct.Struct("=BBBBBBBBI")  # family, dst_len, src_len, tos, table, protocol, scope, type, flags
 IFINFOMSG = struct.Struct("=BxHiII")  # family, type, index, flags, change
 RTGENMSG = struct.Struct("=Bxxx")  # family, padded to 4
@@ -45,16 +45,14 @@ def _ask(sock: socket.socket, kind: int, body: bytes, answer: int, seq: int) -> 
     sock.send(NLMSGHDR.pack(NLMSGHDR.size + len(body), kind, NLM_F_REQUEST, seq, 0) + body)
     while True:
         data = sock.recv(1 << 16)
-        offset = 0
-        while offset + NLMSGHDR.size <= len(data):
-            length, mtype, _flags, mseq, _pid = NLMSGHDR.unpack_from(data, offset)
-            if length < NLMSGHDR.size or offset + length > len(data):
-                return None
-            start, end, offset = offset + NLMSGHDR.size, offset + length, offset + ((length + 3) & ~3)
-            if mseq == seq and mtype == answer:
-                return data, start, end
-            if mseq == seq and mtype == NLMSG_ERROR:
-                return None
+        try:
+            for mtype, mseq, start, end in messages(data):
+                if mseq == seq and mtype == answer:
+                    return data, start, end
+                if mseq == seq and mtype == NLMSG_ERROR:
+                    return None
+        except MalformedReply:
+            return None
         if not data:
             return None
 
