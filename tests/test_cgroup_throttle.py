@@ -80,12 +80,10 @@ def _kernel_throttled_ms(group: Path, version: str) -> float:
     return int(stat["throttled_usec"]) / 1000 if version == "2" else int(stat["throttled_time"]) / 1e6
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="cgroups are Linux's")
-def test_a_throttled_run_names_its_limit_not_other_processes(limited_cgroup: tuple[Path, str], tmp_path: Path) -> None:
-    group, version = limited_cgroup
-    out = tmp_path / "latency.json"
-    tool = f"{sys.executable} -m accept_order latency --modes epoll -w 1 --driver-procs 1 -n 3000 --json {out}"
-    # the shell moves itself into the cgroup, then becomes the tool: every process the run starts is in it
+def _in_cgroup(group: Path, arguments: str) -> subprocess.CompletedProcess[str]:
+    """The tool run in `group`: the shell moves itself in, then becomes the tool, so every process it starts is in
+    it too."""
+    tool = f"{sys.executable} -m accept_order {arguments}"
     done = subprocess.run(
         ["sh", "-c", f"echo $$ > {group / 'cgroup.procs'} && exec {tool}"],
         capture_output=True,
@@ -94,14 +92,26 @@ def test_a_throttled_run_names_its_limit_not_other_processes(limited_cgroup: tup
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    return done
+
+
+THROTTLED = r"run's cgroup was throttled for (\d+) ms \(summed over the CPUs\) in its [\d.]+ s \(([^)]*)\)"
+LIMITS = (f"cpu.max {QUOTA_US}/{PERIOD_US}", f"cpu.cfs_quota_us/period {QUOTA_US}/{PERIOD_US}")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="cgroups are Linux's")
+def test_a_throttled_run_names_its_limit_not_other_processes(limited_cgroup: tuple[Path, str], tmp_path: Path) -> None:
+    group, version = limited_cgroup
+    out = tmp_path / "latency.json"
+    done = _in_cgroup(group, f"latency --modes epoll -w 1 --driver-procs 1 -n 3000 --json {out}")
     kernel_ms = _kernel_throttled_ms(group, version)
     assert kernel_ms > 0  # 0.2 CPUs for a run that needs more: the kernel throttled it
     report = " ".join(done.stdout.split())  # as one line: the report wraps at the terminal's width
-    said = re.findall(r"run's cgroup was throttled for (\d+) ms of its [\d.]+ s \(([^)]*)\)", report)
+    said = re.findall(THROTTLED, report)
     assert said, done.stdout
     ms, limit = said[0]
     assert 0 < int(ms) <= kernel_ms + 1  # the run's part of what the kernel counted, never more
-    assert limit in (f"cpu.max {QUOTA_US}/{PERIOD_US}", f"cpu.cfs_quota_us/period {QUOTA_US}/{PERIOD_US}")
+    assert limit in LIMITS
     # the waits are not put on other processes (whatever share of the busy host they took): a worker and a driver
     # on 2 CPUs had one each, where the load generator's wait was said to be other processes' doing
     assert "so waits for a CPU are partly theirs" not in report
@@ -119,3 +129,20 @@ def test_a_throttled_run_names_its_limit_not_other_processes(limited_cgroup: tup
     )
     assert shown.returncode == 0, shown.stderr
     assert f"run's cgroup was throttled for {ms} ms" in " ".join(shown.stdout.split())
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="cgroups are Linux's")
+def test_a_throttled_ramp_step_names_its_limit(limited_cgroup: tuple[Path, str], tmp_path: Path) -> None:
+    """Each step of a ramp says its own throttle (read around the step), all of them within the kernel's count."""
+    group, version = limited_cgroup
+    out = tmp_path / "ramp.json"
+    done = _in_cgroup(group, f"ramp -w 1 --rates 200,2000 --json {out}")
+    kernel_ms = _kernel_throttled_ms(group, version)
+    steps = json.loads(out.read_text())["steps"]
+    throttled = [step.get("throttled_ms") for step in steps]
+    assert all(ms is not None and ms >= 0 for ms in throttled), throttled
+    assert 0 < sum(throttled) <= kernel_ms  # the steps' throttles are parts of the kernel's, apart
+    assert {step["cpu_limit"] for step in steps} <= set(LIMITS)
+    said = re.findall(THROTTLED, " ".join(done.stdout.split()))
+    assert said, done.stdout
+    assert {int(ms) for ms, _ in said} <= {round(ms) for ms in throttled}  # each as its step's file holds it

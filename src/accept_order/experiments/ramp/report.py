@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ...analysis.fairness import jain_index
 from ...analysis.kept_counts import filled_in
+from ...core.cgroup_cpu import throttle_sentence
 from ...core.cpus import format_cpu_list
 from ...core.hosts import ClientHosts
 from ...core.text import escape_controls
@@ -268,6 +269,8 @@ def _knee_sure(result: RampResult, held: RampStep | None, broke: RampStep) -> st
     sure = f"How sure: one run, to the steps' spacing: it lies {lies}"  # the spacing bounds it as much as the run
     if any(CLIENT_PACED in seen for seen in broke.seen):
         sure += f", where {GENERATOR_PACED} (There): the server's own may lie further out"
+    elif said := throttle_sentence(broke.throttled_ms or 0.0, broke.wall_s, broke.cpu_limit or ""):
+        sure += f", where {said}: that break may be the limit's, not the server's"
     elif (shares := others_at_break(result)) is not None:
         others, own = shares
         sure += (

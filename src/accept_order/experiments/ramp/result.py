@@ -82,6 +82,10 @@ class RampStep(CountedTotals):
     # `counters` read in the --target's network namespace, another of this machine's than the sockets' (ours, the
     # client's): said so, not 'both host-wide' (report._whose)
     counters_netns: bool = False
+    # How long this tool's cgroup was held off the CPUs by its CPU limit over the step (core/cgroup_cpu.py), in ms,
+    # and that limit: a wait of the run's own cap, not other processes'. None (not in the file): no limit over it
+    throttled_ms: float | None = None
+    cpu_limit: str | None = None
 
     @property
     def ok(self) -> int:
@@ -153,6 +157,8 @@ class RampStep(CountedTotals):
             del data["counters_netns"]
         if not self.unnamed:  # files without it read as before
             del data["unnamed"]
+        if self.throttled_ms is None:  # no CPU limit over the tool: as before
+            del data["throttled_ms"], data["cpu_limit"]
         if self.hosts:
             data["hosts"] = [h.to_dict() for h in self.hosts]
         if self.pool is not None:  # as a latency run's file holds it

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...core import environment
+from ...core.cgroup_cpu import cgroup_cpu, throttled
 from ...core.errors import AcceptOrderError
 from ...core.signals import deferred
 from ...core.spec import ServerSpec, sized
@@ -135,6 +136,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
             drops_before = _listener_drops(port, server.host, target.pids) if here else None
             cpu_before = _cpu(list(target.pids) if here else [])
             machine_before = machine_cpu()
+            limit_before = cgroup_cpu()  # a container's CPU limit: its throttle is the run's cap, not others'
             outcome = drive_load(target, load, server.workers, tick)
             # The step's load has finished: a signal while its counters, sockets and CPU are read must not
             # lose it. It is raised once the step is kept (the run then ends with the steps so far).
@@ -142,6 +144,7 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                 sockets = socket_summary()
                 cpu_after = _cpu(list(target.pids) if here else [])
                 machine_after = machine_cpu()
+                held_off = throttled(limit_before, cgroup_cpu())
                 counters_after = read_counters()
                 drops_after = _listener_drops(port, server.host, target.pids) if here else None
                 moved = netstat.counter_deltas(counters_before, counters_after, sorted(counters_after))
@@ -167,6 +170,8 @@ def run_ramp(server: ServerSpec, plan: RampPlan, on_step: Callable[[float], Tick
                     worker_cpu=tuple(round((a - b) / wall, 4) for a, b in zip(cpu_after, cpu_before, strict=False)),
                     driver_cpu=round(max((d.cpu_fraction for d in outcome.drivers), default=0.0), 4),
                     machine_cpu=_share(machine_before, machine_after),
+                    throttled_ms=None if held_off is None else round(held_off[0], 1),
+                    cpu_limit=None if held_off is None else held_off[1],
                     client_cpu_us=outcome.client_cpu_us,
                     loop=loops_ran(outcome.drivers) or None,
                     interrupted=outcome.interrupted,

@@ -3,6 +3,7 @@ a knee is put down to (experiments/ramp/run.py reads them around each step)."""
 
 from __future__ import annotations
 
+from ...core.cgroup_cpu import throttle_sentence
 from ...core.protocol import ABORTED
 from ...render.evidence import listener_drops_said, machine_busy
 from ...render.text import plural
@@ -61,6 +62,8 @@ def signals(step: RampStep, workers: int, cpus: int, coordinated: bool = False, 
         # without the workers' CPU (a server of the remote kind) the load generator's alone is known: no 'own 0%'
         read = bool(step.worker_cpu)
         seen.append(machine_busy(step.machine_cpu, busy + client_cpus(step, kernel), cpus, server_read=read))
+    if said := throttle_sentence(step.throttled_ms or 0.0, step.wall_s, step.cpu_limit or ""):
+        seen.append(said)  # the run's own CPU limit held it: not other processes, whatever share they took
     if step.driver_cpu >= SATURATED:
         text = f"load generator CPU-bound ({100 * step.driver_cpu:.0f}% of a CPU per process)"
         if step.worker_cpu and not workers_bound:  # the server waited for its client
