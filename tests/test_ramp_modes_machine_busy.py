@@ -96,3 +96,15 @@ def test_a_break_whose_workers_were_on_a_cpu_throughout_is_the_runs(tmp_path: Pa
         path = tmp_path / "ramp.json"
         path.write_text(json.dumps(doc))
         assert ("may be the machine's" in _verdict(path)) is said, (cpu, _verdict(path))
+
+
+def test_a_break_where_the_runs_cgroup_was_throttled_is_put_down_to_its_limit_not_the_machine(tmp_path: Path) -> None:
+    # the same break in a container whose CPU limit (cpu.max) throttled the run's cgroup over the step: the run could
+    # not take the CPUs however busy others kept them (tests/test_cgroup_throttle.py reads it from the kernel)
+    doc = json.loads(REAL.read_text())
+    step = _reuseport(doc)["steps"][0]
+    step["throttled_ms"], step["cpu_limit"] = 640.0, "cpu.max 20000/100000"
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(doc))
+    assert "other processes" not in _verdict(path)
+    assert others_at_break(RampResult.from_dict(_reuseport(doc))) is None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ...core.cgroup_cpu import SHOWN_MS
 from .result import RampResult
 from .step_verdict import SATURATED, client_cpus
 
@@ -18,9 +19,10 @@ from .step_verdict import SATURATED, client_cpus
 def others_at_break(run: RampResult) -> tuple[float, float] | None:
     """(other processes', the run's own) share of all CPUs over the run's first step that did not hold, where the
     host's CPUs were all busy (SATURATED) and the others' was the larger; None where not, or not known (no such step,
-    no CPU readings, the workers' CPU not read, or a load from client hosts, whose own CPUs this host cannot tell
-    apart). CPUs left idle were the run's to take: others at 33% and the run at 17% of a host half idle read 'that
-    break may be the machine's', where nothing kept the run from the idle half."""
+    no CPU readings, the workers' CPU not read, a load from client hosts, whose own CPUs this host cannot tell
+    apart, or the run's cgroup throttled by its CPU limit). CPUs left idle were the run's to take: others at 33% and
+    the run at 17% of a host half idle read 'that break may be the machine's', where nothing kept the run from the
+    idle half."""
     broke = run.knee[1]
     cpus = run.environment.cpu_count if run.environment else 0
     if broke is None or broke.machine_cpu is None or not broke.worker_cpu or broke.hosts or cpus <= 0:
@@ -30,6 +32,10 @@ def others_at_break(run: RampResult) -> tuple[float, float] | None:
     # a worker on a CPU nearly the whole step was not kept off one: the break was the run's (one queue that a hash
     # overloaded, or every worker busy), however small its share of a many-CPU host (-w 2 of 8 CPUs: 25% at most)
     if max(broke.worker_cpu) >= SATURATED:
+        return None
+    # the run's cgroup throttled by its CPU limit (a container's cpu.max) over the step: the run could not take
+    # the CPUs others left, whatever their share (core/cgroup_cpu.py)
+    if (broke.throttled_ms or 0.0) >= SHOWN_MS:
         return None
     own = min((sum(broke.worker_cpu) + client_cpus(broke)) / cpus, broke.machine_cpu)
     others = broke.machine_cpu - own
