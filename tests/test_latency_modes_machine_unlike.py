@@ -30,6 +30,7 @@ def _verdict(
     own: tuple[float, float],
     busy: float = 1.0,
     waited: tuple[float | None, float | None] = (0.4, 0.7),
+    throttled_us: int = 0,
 ) -> str:
     doc: dict[str, Any] = json.loads((GOLDEN / "latency-compare.json").read_text())
     for run, share, wait in zip(doc["runs"], own, waited, strict=True):
@@ -39,6 +40,11 @@ def _verdict(
             "before": {"cpu_jiffies": {"total": 100_000, "steal": 0, "busy": 50_000}},
             "after": {"cpu_jiffies": {"total": 101_000, "steal": 0, "busy": 50_000 + round(1000 * busy)}},
         }
+        if throttled_us:  # the tool's cgroup held off the CPUs by its limit over the run (core/cgroup_cpu.py)
+            limit = "cpu.max 20000/100000"
+            run["evidence"]["machine"]["before"]["cgroup_cpu"] = {"throttled_us": [0, 0], "limit": limit, "at_s": 1.0}
+            after = {"throttled_us": [throttled_us, 0], "limit": limit, "at_s": 6.0}
+            run["evidence"]["machine"]["after"]["cgroup_cpu"] = after
         for counters in run["counters"]:  # the workers' CPU: `share` of the 10 CPU-seconds, with the drivers'
             counters["cpu_s"] = 10 * share / len(run["counters"])
     return verdict_shown(doc, tmp_path)
@@ -84,3 +90,10 @@ def test_a_sweep_says_it_of_its_caps(tmp_path: Path) -> None:
         "may be the CPU each got as much as the cap; --repeat interleaves them"
     ) in verdict, verdict
     assert "not alike" not in run_cli(["show", str(GOLDEN / "sweep.json")]).stdout
+
+
+def test_runs_whose_cgroup_was_throttled_are_not_said_to_have_had_the_machine_unlike(tmp_path: Path) -> None:
+    # the same shares and waits in a container whose CPU limit (cpu.max) throttled the run's cgroup: the runs' shares
+    # were the limit's, not what other processes left them (each run's own lines say the throttle)
+    verdict = _verdict(tmp_path, (0.21, 0.12), throttled_us=4_000_000)
+    assert "not alike" not in verdict and "other processes used" not in verdict, verdict

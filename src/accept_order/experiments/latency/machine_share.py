@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ...core.cgroup_cpu import throttled_said
 from .besides_queueing import by_label
 from .result import LatencyResult
 
@@ -27,9 +28,10 @@ WAITED_MORE = 0.1  # and its load generator waited for a CPU this much more of i
 
 
 def _own(result: LatencyResult) -> tuple[float, float] | None:
-    """(the run's own share of all CPUs, other processes' share) where the host's CPUs were saturated."""
+    """(the run's own share of all CPUs, other processes' share) where the host's CPUs were saturated; None where
+    the run's cgroup was throttled by its CPU limit: its share was the limit's, not what others left it."""
     shares = result.others_cpu_share
-    if shares is None or shares[0] < SATURATED:
+    if shares is None or shares[0] < SATURATED or throttled_said(result.evidence.get("machine")):
         return None
     busy, others = shares
     return busy - others, others
