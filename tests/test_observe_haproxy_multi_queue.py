@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,10 +22,10 @@ from pathlib import Path
 import pytest
 from conftest import run_cli
 from haproxy_by_hand import ask, config, haproxy
+from observed_under import observed_under
 
 from accept_order.experiments.documents import save
 from accept_order.experiments.observe.result import ObserveResult
-from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 from accept_order.servers.launched.haproxy_config import Settings, handoff_read, why_said
@@ -34,7 +33,6 @@ from accept_order.servers.launched.haproxy_config_files import START_SLACK_S
 from accept_order.servers.launched.haproxy_config_text import MULTI_QUEUE, NBTHREAD
 
 REQUESTS = 100
-OBSERVE_CAP_S = 120.0  # the window ends when the requests are done; this only bounds a hang
 OFF_LINE = "the thread that accepts a connection serves it: its config ({path}) turns tune.listener.multi-queue off"
 HANDED_ON = "not necessarily the connections each serves"
 
@@ -43,24 +41,8 @@ def observed(process: subprocess.Popen[bytes], port: int) -> tuple[ObserveResult
     """observe of the server while REQUESTS requests are sent, each on a connection of its own, once observe has
     started (its first snapshot); it ends when they are answered. The requests each thread served, by thread id."""
     tids = sorted(int(t) for t in os.listdir(f"/proc/{process.pid}/task"))  # thread ids in creation order
-    started, done = threading.Event(), threading.Event()
     served: Counter[int] = Counter()
-    failed: list[BaseException] = []
-
-    def drive() -> None:
-        try:
-            if started.wait(OBSERVE_CAP_S):
-                served.update(tids[ask(port)] for _ in range(REQUESTS))
-        except BaseException as exc:  # said by the test, not lost in the thread
-            failed.append(exc)
-        finally:
-            done.set()
-
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
-    result = observe(process.pid, duration_s=OBSERVE_CAP_S, on_snapshot=lambda _: started.set(), until=done)
-    driver.join(10)
-    assert not failed, failed
+    result = observed_under(lambda: served.update(tids[ask(port)] for _ in range(REQUESTS)), pid=process.pid)
     if not result.traced:
         pytest.skip(f"no kernel count of who accepts: {result.source}")
     return result, served

@@ -19,16 +19,13 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from collections import Counter
 
 from cluster import dies_with
 from conftest import wait_for
-
-from accept_order.experiments.observe.run import observe
+from observed_under import observed_under
 
 TIMEOUT_S = 20.0
-OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
 REQUESTS = 10
 SERVER = textwrap.dedent(
     """
@@ -83,35 +80,23 @@ def test_a_newcomer_whose_threads_were_not_followed_is_not_said_to_accept_none()
     )
     served: Counter[int] = Counter()
     news: list[int] = []
-    window, done = threading.Event(), threading.Event()
-    failed: list[BaseException] = []
     try:
         assert master.stdin is not None and master.stdout is not None
         port, worker = map(int, master.stdout.readline().split())
         stdin, stdout = master.stdin, master.stdout
 
         def drive() -> None:
-            try:
-                if not window.wait(OBSERVE_CAP_S):
-                    return
-                for _ in range(REQUESTS):
-                    served[ask(port)] += 1
-                stdin.write("fork\n")
-                stdin.flush()
-                news.append(int(stdout.readline()))
-                # the worker takes one more (its accept was waiting) and stops: then only the newcomer answers
-                wait_for(lambda: ask(port), lambda pid: pid == news[0], TIMEOUT_S, "the newcomer answering")
-                for _ in range(REQUESTS):
-                    served[ask(port)] += 1
-            except BaseException as exc:  # said by the test, not lost in the thread
-                failed.append(exc)
-            finally:
-                done.set()
+            for _ in range(REQUESTS):
+                served[ask(port)] += 1
+            stdin.write("fork\n")
+            stdin.flush()
+            news.append(int(stdout.readline()))
+            # the worker takes one more (its accept was waiting) and stops: then only the newcomer answers
+            wait_for(lambda: ask(port), lambda pid: pid == news[0], TIMEOUT_S, "the newcomer answering")
+            for _ in range(REQUESTS):
+                served[ask(port)] += 1
 
-        driver = threading.Thread(target=drive, daemon=True)
-        driver.start()
-        result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=lambda _: window.set(), until=done)
-        driver.join(OBSERVE_CAP_S)
+        result = observed_under(drive, port=port)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(master.pid, 9)
@@ -119,7 +104,6 @@ def test_a_newcomer_whose_threads_were_not_followed_is_not_said_to_accept_none()
         for stream in (master.stdin, master.stdout):
             if stream is not None:
                 stream.close()
-    assert not failed, failed
     assert result.master == master.pid and result.workers[0].pid == worker, result
     assert served[news[0]] == REQUESTS, served  # the newcomer served, as its replies say
     reload = result.reloaded

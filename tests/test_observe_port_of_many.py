@@ -25,9 +25,8 @@ import pytest
 from cluster import dies_with
 from haproxy_by_hand import START_TIMEOUT_S, haproxy, pid_answering
 from nginx_by_hand import nginx_by_hand
+from observed_under import observed_under
 
-from accept_order.experiments.observe.result import ObserveResult
-from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 
@@ -46,32 +45,6 @@ def get(port: int) -> None:
         connection.getresponse().read()
     finally:
         connection.close()
-
-
-def observed_under(port: int, load: Callable[[], None], kept: threading.Event | None = None) -> ObserveResult:
-    """observe --port `port` while `load` runs, started once the window is open; the window ends after. `kept`: the
-    driving thread lives on until it is set (a process it started dies with it: PR_SET_PDEATHSIG is the thread's)."""
-    started, done, failed = threading.Event(), threading.Event(), []
-
-    def drive() -> None:
-        try:
-            if started.wait(CAP_S):
-                load()
-        except BaseException as exc:  # said by the test, not lost in the thread
-            failed.append(exc)
-        finally:
-            done.set()
-            if kept is not None:
-                kept.wait(CAP_S)
-
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
-    try:
-        result = observe(port=port, duration_s=CAP_S, on_snapshot=lambda _: started.set(), until=done)
-    finally:
-        started.set()
-    assert not failed, failed
-    return result
 
 
 def both_ports(a: int, b: int) -> Callable[[], None]:
@@ -146,7 +119,7 @@ def test_haproxy_two_frontends_port_a_counts_a_alone(tmp_path: Path) -> None:
     with haproxy(path, a, threads=2) as server:
         assert server.stderr is not None
         log = StderrLog(server.stderr.fileno())
-        result = observed_under(a, both_ports(a, b))
+        result = observed_under(both_ports(a, b), port=a)
         lines = settled(log, lambda got: sum(line.endswith(f" {WINDOW}") for line in got) >= ON_A + ON_B)
     on_a, on_b = lines.count(f"frontend fa {WINDOW}"), lines.count(f"frontend fb {WINDOW}")
     assert on_a == ON_A and on_b == ON_B, lines  # the witness: HAProxy's log of the window's requests
@@ -191,7 +164,7 @@ def test_haproxy_reload_newcomer_credited_its_port_a_alone(tmp_path: Path) -> No
             answered.extend(pid_answering(a) for _ in range(ON_A))
 
         try:
-            result = observed_under(a, load, kept)
+            result = observed_under(load, kept, port=a)
             assert newcomer, "no newcomer started"
             assert newcomer[0].stderr is not None
             log = StderrLog(newcomer[0].stderr.fileno())
@@ -231,7 +204,7 @@ http {{
 def test_nginx_two_server_blocks_port_a_counts_a_alone() -> None:
     a, b = free_port("127.0.0.1"), free_port("127.0.0.1")
     with nginx_by_hand(NGINX_TWO_SERVERS, a, 2, 20.0, other=str(b)) as nginx:
-        result = observed_under(a, both_ports(a, b))
+        result = observed_under(both_ports(a, b), port=a)
         on_a = settled(file_lines(nginx.directory / "a.log"), lambda got: len(got) >= ON_A)
         on_b = settled(file_lines(nginx.directory / "b.log"), lambda got: len(got) >= ON_B)
     assert len(on_a) == ON_A and len(on_b) == ON_B  # the witness: each server block's own log
@@ -321,7 +294,7 @@ def test_blocking_accepts_begun_before_the_probes_are_placed_by_port() -> None:
             for _ in range(3):
                 get(a)
 
-        result = observed_under(a, load)
+        result = observed_under(load, port=a)
         server.stdin.close()
         server.wait(CAP_S)
         logged = server.stdout.read().split()

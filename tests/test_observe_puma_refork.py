@@ -14,20 +14,17 @@ server's stats (pumactl) name the workers before and after the refork, worker 0 
 from __future__ import annotations
 
 import shutil
-import threading
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from conftest import wait_for
 from network import pid_answering
+from observed_under import observed_under
 from puma_by_hand import TIMEOUT_S, control, puma, pumactl, stats
-
-from accept_order.experiments.observe.run import observe
 
 WORKERS = 3
 REQUESTS = 30  # before the refork and after it
-OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
 APP = 'run lambda { |env| [200, {"Content-Type" => "text/plain"}, ["pid #{Process.pid}"]] }\n'
 
 pytestmark = pytest.mark.skipif(shutil.which("puma") is None, reason="needs Debian's puma (apt-get install puma)")
@@ -52,32 +49,19 @@ def _workers(control: int, phase: int) -> list[int]:
 def test_a_refork_in_the_window_names_each_new_worker_with_its_accepts(tmp_path: Path, free_port: int) -> None:
     served: Counter[int] = Counter()
     after: list[int] = []
-    started, done = threading.Event(), threading.Event()
-    failed: list[BaseException] = []
     options = ("-w", str(WORKERS), "--fork-worker", "-t", "1:1", *control(free_port))
     with puma(tmp_path, APP, *options) as (proc, _, port):
         before = _workers(free_port, 0)
 
         def drive() -> None:
-            try:
-                if not started.wait(OBSERVE_CAP_S):
-                    return
-                for _ in range(REQUESTS):
-                    served[pid_answering(port)] += 1
-                assert pumactl(free_port, "refork").returncode == 0
-                after.extend(_workers(free_port, 1))
-                for _ in range(REQUESTS):
-                    served[pid_answering(port)] += 1
-            except BaseException as exc:  # said by the test, not lost in the thread
-                failed.append(exc)
-            finally:
-                done.set()
+            for _ in range(REQUESTS):
+                served[pid_answering(port)] += 1
+            assert pumactl(free_port, "refork").returncode == 0
+            after.extend(_workers(free_port, 1))
+            for _ in range(REQUESTS):
+                served[pid_answering(port)] += 1
 
-        driver = threading.Thread(target=drive, daemon=True)
-        driver.start()
-        result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=lambda _: started.set(), until=done)
-        driver.join(OBSERVE_CAP_S)
-    assert not failed, failed
+        result = observed_under(drive, port=port)
     if not result.traced:
         pytest.skip(f"no kernel count of who accepts: {result.notes}")
     assert after[0] == before[0] and not set(after[1:]) & set(before), (before, after)  # the refork, as Puma says
