@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,7 +31,7 @@ def _mount(fstype: str, option: str = "") -> str | None:
     return None
 
 
-def _v2_group(root: str) -> tuple[Path, str] | None:
+def _v2_group(root: str, undo: list[Callable[[], object]]) -> tuple[Path, str] | None:
     """A cgroup under v2's root with the cpu controller, or None where v2 cannot give one."""
     base = Path(root)
     if "cpu" not in (base / "cgroup.controllers").read_text().split():
@@ -39,16 +39,27 @@ def _v2_group(root: str) -> tuple[Path, str] | None:
     subtree = base / "cgroup.subtree_control"
     if "cpu" not in subtree.read_text().split():
         subtree.write_text("+cpu")
+        undo.append(lambda: subtree.write_text("-cpu"))  # as it was, once the test's cgroup is gone
     group = Path(tempfile.mkdtemp(prefix="accept-order-test.", dir=root))
+    undo.append(group.rmdir)
     (group / "cpu.max").write_text(f"{QUOTA_US} {PERIOD_US}")
     return group, "2"
 
 
-def _v1_group(root: str) -> tuple[Path, str]:
+def _v1_group(root: str, undo: list[Callable[[], object]]) -> tuple[Path, str]:
     group = Path(tempfile.mkdtemp(prefix="accept-order-test.", dir=root))
+    undo.append(group.rmdir)
     (group / "cpu.cfs_period_us").write_text(str(PERIOD_US))
     (group / "cpu.cfs_quota_us").write_text(str(QUOTA_US))
     return group, "1"
+
+
+def _undo(undo: list[Callable[[], object]]) -> None:
+    for step in reversed(undo):
+        try:
+            step()
+        except OSError:  # another cgroup took the controller meanwhile: it stays on
+            pass
 
 
 @pytest.fixture
@@ -56,12 +67,14 @@ def limited_cgroup() -> Iterator[tuple[Path, str]]:
     """(the cgroup's directory, "2" or "1"): a cgroup of the test's own with a CPU limit of 0.2 CPUs."""
     v2, v1 = _mount("cgroup2"), _mount("cgroup", "cpu")
     made: tuple[Path, str] | None = None
+    undo: list[Callable[[], object]] = []
     try:
         if v2 is not None:
-            made = _v2_group(v2)
+            made = _v2_group(v2, undo)
         if made is None and v1 is not None:
-            made = _v1_group(v1)
+            made = _v1_group(v1, undo)
     except OSError as exc:
+        _undo(undo)
         pytest.skip(f"no cgroup of the test's own with a CPU limit: {exc}")
     if made is None:
         pytest.skip("no writable cgroup hierarchy with the cpu controller (cgroup v2's cpu, or v1's)")
@@ -71,7 +84,7 @@ def limited_cgroup() -> Iterator[tuple[Path, str]]:
     finally:
         # the run's processes have ended; the kernel lets a cgroup go once its last task is gone
         wait_for(lambda: not (group / "cgroup.procs").read_text().strip(), 10)
-        group.rmdir()
+        _undo(undo)
 
 
 def _kernel_throttled_ms(group: Path, version: str) -> float:
