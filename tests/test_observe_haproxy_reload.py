@@ -29,10 +29,11 @@ import pytest
 from cluster import dies_with
 from conftest import run_cli
 from haproxy_by_hand import START_TIMEOUT_S, THREADS, config, haproxy
+from haproxy_by_hand import started as haproxy_started
+from observed_under import observed_under
 
 from accept_order.experiments.documents import save
 from accept_order.experiments.observe.result import ObserveResult
-from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 from accept_order.servers.launched.haproxy import haproxy_missing
@@ -41,7 +42,6 @@ if haproxy_missing():
     pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)
 
 REQUESTS = 40
-OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
 OFF, ON = "    tune.listener.multi-queue off", "    tune.listener.multi-queue on"
 STOPPED = "the server stopped while it was observed"
 
@@ -106,36 +106,23 @@ def observed_across(port: int, old: int, reload: object) -> tuple[ObserveResult,
     tids = sorted(int(t) for t in os.listdir(f"/proc/{old}/task"))  # thread ids in creation order
     # `kept`: the driving thread lives on until observe has returned, since a process it starts (-sf's new HAProxy,
     # which dies_with it: PR_SET_PDEATHSIG is the forking thread's) must hold the listener when the window ends
-    started, done, kept = threading.Event(), threading.Event(), threading.Event()
+    kept = threading.Event()
     served: Counter[int] = Counter()
     after: set[int] = set()
-    failed: list[BaseException] = []
 
     def drive() -> None:
-        try:
-            if not started.wait(OBSERVE_CAP_S):
-                return
-            for _ in range(REQUESTS):
-                thread, pid = ask(port)
-                assert pid == old, (pid, old)
-                served[tids[thread]] += 1
-            reload()  # type: ignore[operator]
-            after.add(answered_by_another(port, old, served, tids))
-            after.update(ask(port)[1] for _ in range(REQUESTS))
-        except BaseException as exc:  # said by the test, not lost in the thread
-            failed.append(exc)
-        finally:
-            done.set()
-            kept.wait(OBSERVE_CAP_S)
+        for _ in range(REQUESTS):
+            thread, pid = ask(port)
+            assert pid == old, (pid, old)
+            served[tids[thread]] += 1
+        reload()  # type: ignore[operator]
+        after.add(answered_by_another(port, old, served, tids))
+        after.update(ask(port)[1] for _ in range(REQUESTS))
 
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
     try:
-        result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=lambda _: started.set(), until=done)
+        result = observed_under(drive, kept, port=port)
     finally:
         kept.set()
-    driver.join(OBSERVE_CAP_S)
-    assert not failed, failed
     if not result.traced:
         pytest.skip(f"no kernel count of who accepts: {result.source}")
     return result, served, after
@@ -195,14 +182,8 @@ def test_a_new_process_started_with_sf_in_the_window_is_said_with_each_config(tm
 
         def reload() -> None:
             path.write_text(config(port, ON))
-            started.append(
-                subprocess.Popen(  # it takes the port over and tells the old one to finish and exit (-sf)
-                    ["haproxy", "-db", "-f", str(path), "-sf", str(process.pid)],
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                    preexec_fn=dies_with(os.getpid()),
-                )
-            )
+            # it takes the port over and tells the old one to finish and exit (-sf)
+            started.append(haproxy_started(path, "-sf", str(process.pid)))
 
         try:
             result, served, after = observed_across(port, process.pid, reload)
