@@ -9,6 +9,7 @@ CPU time, their queue too), so queueing alone does not explain that run."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 
 from test_small_sentences_model import run_of
@@ -28,6 +29,17 @@ def test_a_path_that_is_most_of_the_latency_is_not_said_to_be_a_path_queueing_le
     # a short path, as on an idle loopback: said as before
     quick = model_line([run_of("blocking", [2_000 + i for i in range(600)])]) or ""
     assert "more than a path takes" not in quick and "with that time added" not in quick, quick
+
+
+def test_in_a_throttled_cgroup_the_path_s_wait_is_put_on_its_cpu_limit_not_other_processes() -> None:
+    # the same run in a container whose CPU limit throttled the tool's cgroup (core/cgroup_cpu.py): every connection
+    # waited for the CPU its limit held back, which no other process held
+    state = {"throttled_us": [0], "limit": "cpu.max 20000/100000", "at_s": 1.0}
+    machine = {"before": {"cgroup_cpu": state}, "after": {"cgroup_cpu": {**state, "throttled_us": [700_000]}}}
+    run = dataclasses.replace(run_of("blocking", SLOW), evidence={"machine": machine})
+    line = model_line([run]) or ""
+    assert "(a CPU the run's cgroup's CPU limit held back, workers slower than their CPU time" in line, line
+    assert "other processes held" not in line, line
 
 
 def test_the_csv_s_predictions_are_the_table_s() -> None:

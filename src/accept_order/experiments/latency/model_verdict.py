@@ -20,6 +20,7 @@ from ...analysis.model_check import (
     percent,
     too_few,
 )
+from ...core.cgroup_cpu import throttled_said
 from .besides_queueing import by_label, overload, something_else
 from .kept_load_words import finished_unit
 from .result import LatencyResult
@@ -86,9 +87,12 @@ def _fixed_clause(runs: Sequence[LatencyResult], fixed: float) -> str:
     # A minimum that large is waiting (on a busy host: for a CPU other processes held, or behind workers slower
     # than the CPU time the model was given, their queue too), not a path: said so, not 'not the workers' queues'
     # (the tester's 87.8 ms at 89% of the CPUs used by others).
+    # in a cgroup its CPU limit throttled (a container's cpu.max), that wait was the limit's (core/cgroup_cpu.py)
+    limited = any(throttled_said(r.evidence.get("machine")) for r in runs)
+    held = "a CPU the run's cgroup's CPU limit held back" if limited else "a CPU other processes held"
     most = (
         f"; that is most of each run's median latency, more than a path takes: whatever every {unit} waited for "
-        "that the model leaves out (a CPU other processes held, workers slower than their CPU time, their queue too)"
+        f"that the model leaves out ({held}, workers slower than their CPU time, their queue too)"
         if _path_is_most(runs, fixed)
         else ""
     )
