@@ -17,13 +17,24 @@ CAP_S = 120.0  # the window ends when the load is done; this only bounds a hang
 
 
 def observed_under(
-    load: Callable[[], None], kept: threading.Event | None = None, *, pid: int | None = None, port: int | None = None
+    load: Callable[[], None],
+    kept: threading.Event | None = None,
+    *,
+    pid: int | None = None,
+    port: int | None = None,
+    on_snapshot: Callable[[object], None] | None = None,
 ) -> ObserveResult:
     """observe of the server behind `pid` or `port` while `load` runs in a thread of its own, from the window's first
     snapshot; the window ends when it returns. `kept`: the driving thread lives on until it is set (a process it
-    started dies with it: PR_SET_PDEATHSIG is the forking thread's), so that process runs to the window's end."""
+    started dies with it: PR_SET_PDEATHSIG is the forking thread's), so that process runs to the window's end.
+    `on_snapshot`: called with each of observe's snapshots too (a load that waits for some to pass)."""
     started, done = threading.Event(), threading.Event()
     failed: list[BaseException] = []
+
+    def snapshot(taken: object) -> None:
+        if on_snapshot is not None:
+            on_snapshot(taken)
+        started.set()
 
     def drive() -> None:
         try:
@@ -39,7 +50,7 @@ def observed_under(
     driver = threading.Thread(target=drive, daemon=True)
     driver.start()
     try:
-        result = observe(pid, port=port, duration_s=CAP_S, on_snapshot=lambda _: started.set(), until=done)
+        result = observe(pid, port=port, duration_s=CAP_S, on_snapshot=snapshot, until=done)
     finally:
         started.set()  # a window that never opened: the thread need not wait out CAP_S
     if kept is None:

@@ -30,10 +30,10 @@ from conftest import run_cli, wait_for
 from haproxy_by_hand import START_TIMEOUT_S, answered_by_new, haproxy, held_config, held_session
 from haproxy_by_hand import started as haproxy_started
 from network import pid_answering
+from observed_under import observed_under
 
 from accept_order.experiments.documents import save
 from accept_order.experiments.observe.result import ObserveResult
-from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.verdict import verdict
 from accept_order.servers.launched.base import free_port
 from accept_order.servers.launched.haproxy import haproxy_missing
@@ -42,7 +42,6 @@ if haproxy_missing():
     pytest.skip(f"a real HAProxy: {haproxy_missing()}", allow_module_level=True)
 
 REQUESTS = 20  # to each process in turn
-OBSERVE_CAP_S = 120.0  # the window ends when the driving is done; this only bounds a hang
 SNAPSHOTS_BETWEEN = 2  # intervals closed between a newcomer's last request and the next reload (see drive)
 
 
@@ -140,44 +139,30 @@ def _across(port: int, old: int, reload: Callable[[int], None]) -> tuple[Observe
     snapshots = [0]
     # `kept`: the driving thread lives on until observe has returned, since a process it starts (-sf's, which
     # dies_with it: PR_SET_PDEATHSIG is the forking thread's) must run to the window's end
-    started, done, kept = threading.Event(), threading.Event(), threading.Event()
-    failed: list[BaseException] = []
+    kept = threading.Event()
+
+    def drive() -> None:
+        for _ in range(REQUESTS):
+            served[pid_answering(port)] += 1
+        for _ in range(2):
+            reload(news[-1] if news else old)
+            news.append(answered_by_new(port, {old, *news}, served))
+            for _ in range(REQUESTS):
+                served[pid_answering(port)] += 1
+            # a few intervals before the next reload: observe's looks (every 100 ms) read the newcomer while it runs
+            # (waited for on observe's own snapshots, not a sleep)
+            enough = snapshots[0] + SNAPSHOTS_BETWEEN
+            wait_for(lambda: snapshots[0], lambda n, at=enough: n >= at, START_TIMEOUT_S, "snapshots")
+        wait_for(lambda: _reaped(news[0]), bool, START_TIMEOUT_S, "the first newcomer's exit")
 
     def snapshot(_: object) -> None:
         snapshots[0] += 1
-        started.set()
 
-    def drive() -> None:
-        try:
-            if not started.wait(OBSERVE_CAP_S):
-                return
-            for _ in range(REQUESTS):
-                served[pid_answering(port)] += 1
-            for _ in range(2):
-                reload(news[-1] if news else old)
-                news.append(answered_by_new(port, {old, *news}, served))
-                for _ in range(REQUESTS):
-                    served[pid_answering(port)] += 1
-                # a few intervals before the next reload: observe's looks (every 100 ms) read the newcomer while
-                # it runs (waited for on observe's own snapshots, not a sleep)
-                enough = snapshots[0] + SNAPSHOTS_BETWEEN
-                wait_for(lambda: snapshots[0], lambda n, at=enough: n >= at, START_TIMEOUT_S, "snapshots")
-            wait_for(lambda: _reaped(news[0]), bool, START_TIMEOUT_S, "the first newcomer's exit")
-        except BaseException as exc:  # said by the test, not lost in the thread
-            failed.append(exc)
-        finally:
-            done.set()
-            kept.wait(OBSERVE_CAP_S)
-
-    driver = threading.Thread(target=drive, daemon=True)
-    driver.start()
     try:
-        result = observe(port=port, duration_s=OBSERVE_CAP_S, on_snapshot=snapshot, until=done)
+        result = observed_under(drive, kept, port=port, on_snapshot=snapshot)
         old_alive = not _reaped(old)
     finally:
         kept.set()
-    driver.join(OBSERVE_CAP_S)
-    assert not failed, failed
     return result, served, news, old_alive
 
 
