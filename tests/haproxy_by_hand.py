@@ -4,9 +4,9 @@ attach test of an h2c port (test_h2c_advice_names_the_server: its bind and the H
 Those tests read a server accept-order did not start, so they start HAProxy themselves from a config of the test's
 own, in the foreground, each reply naming the thread that served it. One copy for both (they were written twice,
 the same config, request and start), and one of the observe reload tests' pieces (each was written two or three
-times): a config whose TCP session keeps a soft-stopped process alive, a newcomer started with -sf, and its first
-answer. Imported by name, as conftest's helpers are (tests/ is on sys.path; no test_ prefix, so pytest collects
-nothing here)."""
+times): a config whose TCP session keeps a soft-stopped process alive, a newcomer started with -sf, its first
+answer, and HAProxy in master-worker mode. Imported by name, as conftest's helpers are (tests/ is on sys.path; no
+test_ prefix, so pytest collects nothing here)."""
 
 from __future__ import annotations
 
@@ -175,6 +175,35 @@ def haproxy(
             with contextlib.suppress(psutil.Error):
                 child.kill()
         process.kill()
+        process.wait(10)
+
+
+@contextlib.contextmanager
+def master_worker(config_path: Path, port: int, threads: int = THREADS) -> Iterator[tuple[int, int]]:
+    """Debian's HAProxy in master-worker mode (-W, in the foreground), in a session of its own so that the group is
+    killed at the end (the master and every worker it forked): (the master's pid, its first worker's, once that
+    worker answers on `port` with its `threads` threads there)."""
+    process = subprocess.Popen(
+        ["haproxy", "-W", "-db", "-f", str(config_path)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=dies_with(os.getpid()),
+    )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert process.poll() is None, "HAProxy's master exited"
+            with contextlib.suppress(OSError):
+                worker = pid_answering(port)
+                if len(os.listdir(f"/proc/{worker}/task")) == threads:
+                    break
+            assert time.monotonic() < deadline, "HAProxy did not answer"
+            time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
+        yield process.pid, worker
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
         process.wait(10)
 
 

@@ -22,13 +22,11 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cluster import dies_with
 from conftest import run_cli
-from haproxy_by_hand import START_TIMEOUT_S, THREADS, config, haproxy
+from haproxy_by_hand import START_TIMEOUT_S, config, haproxy, master_worker
 from haproxy_by_hand import started as haproxy_started
 from observed_under import observed_under
 
@@ -69,34 +67,6 @@ def answered_by_another(port: int, old: int, served: Counter[int], tids: list[in
             served[tids[thread]] += 1
         assert time.monotonic() < deadline, "no new HAProxy process answered after the reload"
         time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
-
-
-@contextlib.contextmanager
-def master_worker(path: Path, port: int) -> Iterator[tuple[int, int]]:
-    """Debian's HAProxy in master-worker mode (-W, in the foreground), in a session of its own so that the group is
-    killed at the end (the master and every worker it forked): (the master's pid, its first worker's)."""
-    process = subprocess.Popen(
-        ["haproxy", "-W", "-db", "-f", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=dies_with(os.getpid()),
-    )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert process.poll() is None, "HAProxy's master exited"
-            with contextlib.suppress(OSError):
-                _, worker = ask(port)
-                if len(os.listdir(f"/proc/{worker}/task")) == THREADS:
-                    break
-            assert time.monotonic() < deadline, "HAProxy did not answer"
-            time.sleep(0.02)  # polling a server's start-up: there is no event to wait on
-        yield process.pid, worker
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
 
 
 def observed_across(port: int, old: int, reload: object) -> tuple[ObserveResult, Counter[int], set[int]]:

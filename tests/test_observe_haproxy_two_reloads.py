@@ -21,13 +21,12 @@ import socket
 import subprocess
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from cluster import dies_with
 from conftest import run_cli, wait_for
-from haproxy_by_hand import START_TIMEOUT_S, answered_by_new, haproxy, held_config, held_session
+from haproxy_by_hand import START_TIMEOUT_S, answered_by_new, haproxy, held_config, held_session, master_worker
 from haproxy_by_hand import started as haproxy_started
 from network import pid_answering
 from observed_under import observed_under
@@ -45,39 +44,6 @@ REQUESTS = 20  # to each process in turn
 SNAPSHOTS_BETWEEN = 2  # intervals closed between a newcomer's last request and the next reload (see drive)
 
 
-@contextlib.contextmanager
-def master_worker(path: Path, port: int) -> Iterator[tuple[int, int]]:
-    """Debian's HAProxy in master-worker mode (-W, in the foreground), in a session of its own so that the group is
-    killed at the end: (the master's pid, its first worker's)."""
-    process = subprocess.Popen(
-        ["haproxy", "-W", "-db", "-f", str(path)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        preexec_fn=dies_with(os.getpid()),
-    )
-    try:
-        worker = wait_for(
-            lambda: _answer(port, process),
-            lambda pid: pid is not None,
-            START_TIMEOUT_S,
-            "HAProxy's first worker answering",
-        )
-        assert worker is not None
-        yield process.pid, worker
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(10)
-
-
-def _answer(port: int, process: subprocess.Popen[bytes]) -> int | None:
-    assert process.poll() is None, "HAProxy's master exited"
-    with contextlib.suppress(OSError):
-        return pid_answering(port)
-    return None
-
-
 def _reaped(pid: int) -> bool:
     """The process has exited and been reaped (no /proc entry), or is a zombie."""
     try:
@@ -90,7 +56,7 @@ def test_two_master_worker_reloads_in_one_window_each_named_with_its_accepts(tmp
     """HAProxy -W, `kill -USR2` of its master twice: each new worker is the master's child."""
     with contextlib.ExitStack() as stack:
         port, path, held = _configured(tmp_path, stack)
-        master, old = stack.enter_context(master_worker(path, port))
+        master, old = stack.enter_context(master_worker(path, port, threads=2))
         stack.enter_context(held())
         result, served, news, old_alive = _across(port, old, lambda _: os.kill(master, signal.SIGUSR2))
     _check(result, served, old, news, old_alive, tmp_path)
