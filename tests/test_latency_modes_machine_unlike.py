@@ -97,3 +97,11 @@ def test_runs_whose_cgroup_was_throttled_are_not_said_to_have_had_the_machine_un
     # were the limit's, not what other processes left them (each run's own lines say the throttle)
     verdict = _verdict(tmp_path, (0.21, 0.12), throttled_us=4_000_000)
     assert "not alike" not in verdict and "other processes used" not in verdict, verdict
+
+
+def test_a_throttle_too_short_to_have_held_the_runs_keeps_the_machine_unlike(tmp_path: Path) -> None:
+    # 2 ms of throttle in each 5-s run (a container's limit barely touched) did not make the shares the limit's:
+    # others took the CPUs, and the verdict says so (core/cgroup_cpu.SHOWN_SHARE)
+    verdict = _verdict(tmp_path, (0.21, 0.12), throttled_us=2_000)
+    assert "The machine was not alike for them: other processes used 79% of the CPUs" in verdict, verdict
+    assert "cgroup was throttled" not in verdict, verdict

@@ -108,3 +108,16 @@ def test_a_break_where_the_runs_cgroup_was_throttled_is_put_down_to_its_limit_no
     path.write_text(json.dumps(doc))
     assert "other processes" not in _verdict(path)
     assert others_at_break(RampResult.from_dict(_reuseport(doc))) is None
+
+
+def test_a_throttle_too_short_to_have_held_the_run_keeps_the_machine_s_share(tmp_path: Path) -> None:
+    # 2 ms of throttle in the break step (a container's limit it barely touched) did not keep the run off the CPUs
+    # others held 83% of: the break may still be the machine's, not put on the limit (core/cgroup_cpu.SHOWN_SHARE)
+    doc = json.loads(REAL.read_text())
+    step = _reuseport(doc)["steps"][0]
+    step["throttled_ms"], step["cpu_limit"] = 2.0, "cpu.max 150000/100000"
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(doc))
+    verdict = _verdict(path)
+    assert "but where reuseport broke other processes used 83% of the CPUs (this run's own 17%)" in verdict, verdict
+    assert others_at_break(RampResult.from_dict(_reuseport(doc))) is not None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...core.cgroup_cpu import SHOWN_MS
+from ...core.cgroup_cpu import throttle_sentence
 from .result import RampResult
 from .step_verdict import SATURATED, client_cpus
 
@@ -35,7 +35,7 @@ def others_at_break(run: RampResult) -> tuple[float, float] | None:
         return None
     # the run's cgroup throttled by its CPU limit (a container's cpu.max) over the step: the run could not take
     # the CPUs others left, whatever their share (core/cgroup_cpu.py)
-    if (broke.throttled_ms or 0.0) >= SHOWN_MS:
+    if throttle_sentence(broke.throttled_ms or 0.0, broke.wall_s, broke.cpu_limit or ""):
         return None
     own = min((sum(broke.worker_cpu) + client_cpus(broke)) / cpus, broke.machine_cpu)
     others = broke.machine_cpu - own
