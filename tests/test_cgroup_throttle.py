@@ -7,8 +7,11 @@ after."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -39,7 +42,7 @@ def _v2_group(root: str, undo: list[Callable[[], object]]) -> tuple[Path, str] |
     subtree = base / "cgroup.subtree_control"
     if "cpu" not in subtree.read_text().split():
         subtree.write_text("+cpu")
-        undo.append(lambda: subtree.write_text("-cpu"))  # as it was, once the test's cgroup is gone
+        undo.append(lambda: _controller_off(subtree))  # as it was, once the test's cgroup is gone
     group = Path(tempfile.mkdtemp(prefix="accept-order-test.", dir=root))
     undo.append(group.rmdir)
     (group / "cpu.max").write_text(f"{QUOTA_US} {PERIOD_US}")
@@ -54,12 +57,31 @@ def _v1_group(root: str, undo: list[Callable[[], object]]) -> tuple[Path, str]:
     return group, "1"
 
 
+def _controller_off(subtree: Path) -> None:
+    try:
+        subtree.write_text("-cpu")
+    except OSError:  # another cgroup took the controller meanwhile: it stays on
+        pass
+
+
 def _undo(undo: list[Callable[[], object]]) -> None:
+    """Each step undone, in reverse; a cgroup that cannot be removed (a process still in it) is an error, not
+    left behind unsaid."""
     for step in reversed(undo):
-        try:
-            step()
-        except OSError:  # another cgroup took the controller meanwhile: it stays on
-            pass
+        step()
+
+
+def _emptied(group: Path) -> bool:
+    """Whether the run's processes all ended (the kernel lets a cgroup go once its last task is gone); where some
+    did not, they are the tool's leftovers: killed, so the cgroup can go, and said by the caller."""
+    procs = group / "cgroup.procs"
+    if wait_for(lambda: not procs.read_text().strip(), 10):
+        return True
+    for pid in procs.read_text().split():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(pid), signal.SIGKILL)
+    wait_for(lambda: not procs.read_text().strip(), 10)
+    return False
 
 
 @pytest.fixture
@@ -82,9 +104,9 @@ def limited_cgroup() -> Iterator[tuple[Path, str]]:
     try:
         yield made
     finally:
-        # the run's processes have ended; the kernel lets a cgroup go once its last task is gone
-        wait_for(lambda: not (group / "cgroup.procs").read_text().strip(), 10)
+        emptied = _emptied(group)
         _undo(undo)
+    assert emptied, f"the tool left processes running in {group} after it exited"
 
 
 def _kernel_throttled_ms(group: Path, version: str) -> float:
