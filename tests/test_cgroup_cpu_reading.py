@@ -5,6 +5,10 @@ limit and no throttle was said). A throttle too short for its span is not named 
 
 from __future__ import annotations
 
+import pytest
+from conftest import run_cli
+
+from accept_order.core import environment
 from accept_order.core.cgroup_cpu import mounts_in, throttle_sentence
 
 MOUNTINFO = (
@@ -27,3 +31,16 @@ def test_a_throttle_short_for_its_span_is_not_named() -> None:
     assert throttle_sentence(2.0, 10.0, "cpu.max 150000/100000") == ""
     assert "throttled for 600 ms" in throttle_sentence(600.0, 10.0, "cpu.max 20000/100000")
     assert "throttled for 2 ms" in throttle_sentence(2.0, None, "cpu.max 20000/100000")  # span unknown: as before
+
+
+def test_only_a_run_whose_report_says_the_throttle_reads_the_cgroup(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a plain run's start is not made to walk /proc/self/cgroup and each level's cpu.stat (0.6 ms a reading here)
+    # for a figure nothing of its report uses; latency, which says the throttle, reads it before and after
+    read: list[int] = []
+    monkeypatch.setattr(environment, "cgroup_cpu", lambda: read.append(1))
+    done = run_cli(["run", "--mode", "epoll", "-w", "1"])
+    assert done.exit_code == 0, done.output
+    assert read == []
+    done = run_cli(["latency", "--modes", "epoll", "-w", "1", "-n", "50"])
+    assert done.exit_code == 0, done.output
+    assert read == [1, 1]

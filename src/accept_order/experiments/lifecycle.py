@@ -51,6 +51,7 @@ def lifecycle(
     stamps: bool = False,
     partial: Callable[[], T] | None = None,
     look_busy: bool = False,
+    cpu_limit: bool = False,
 ) -> R:
     """Start `server`, run `drive(target)`, stop, and return `build(what drive returned, what was measured)`.
 
@@ -60,7 +61,8 @@ def lifecycle(
     `describe()` says how far the load got, for the message when a worker dies mid-run. When a worker of
     a server this tool did not start exits (WorkerExited), `partial()` is what the load got to: the run
     then ends like a finished one, with the exit in `Measured.exited` and in the evidence. A spec is resolved
-    here; a plan (servers/registry.py `plan`) was resolved by the run that hands it."""
+    here; a plan (servers/registry.py `plan`) was resolved by the run that hands it. `cpu_limit`: the tool's
+    cgroup's CPU limit and throttle are kept in evidence.machine, for a report that says them."""
     release()  # a previous variant's result, kept since its end: a signal that came meanwhile stops here
     resolved = plan(server)
     server = resolved.spec
@@ -70,7 +72,7 @@ def lifecycle(
     # their service themselves (this tool's own do)
     capture = EvidenceCapture(host=server.host, look_busy=look_busy and server.kind != DEFAULT_KIND)
     capture.before()  # counters before any worker exists; listeners and affinities while they run
-    machine_before = environment.machine_state()  # load average and steal: was the machine busy, stolen from?
+    machine_before = environment.machine_state(cpu_limit)  # load average and steal: was the machine busy, stolen from?
     target = make_target(server, stamps=stamps)
     remote = elsewhere(target)
     here = remote is None  # a server on another host: its listeners and processes are not ours to read
@@ -107,7 +109,7 @@ def lifecycle(
             elif remote is not None and (unread := remote.unread_counters()) is not None:
                 capture.not_read(unread)  # ours are the client's, not the server's
             evidence = capture.after(port if here else 0, list(target.pids) if here else [])
-            evidence["machine"] = {"before": machine_before, "after": environment.machine_state()}
+            evidence["machine"] = {"before": machine_before, "after": environment.machine_state(cpu_limit)}
             counters = target.stop()
             if exited is None:
                 try:

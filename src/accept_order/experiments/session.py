@@ -267,7 +267,7 @@ def run_latency(
         return result_or_exit(result, m)
 
     sized = resolved.sized(load.concurrency, load.keeps_connections)
-    return lifecycle(sized, drive, loading.describe, build, partial=lambda: kept[0], look_busy=True)
+    return lifecycle(sized, drive, loading.describe, build, partial=lambda: kept[0], look_busy=True, cpu_limit=True)
 
 
 run_closed_loop = run_latency  # its name before 0.3, for older callers of the Python API
