@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from haproxy_by_hand import config
-from test_observe_haproxy_reload import OBSERVE_CAP_S, answered_by_another, ask, master_worker
+from observed_under import CAP_S as OBSERVE_CAP_S
+from test_observe_haproxy_reload import answered_by_another, ask, master_worker
 
 from accept_order.experiments.observe.run import observe
 from accept_order.experiments.observe.server import every_worker_exited
