@@ -29,3 +29,17 @@ def test_the_same_program_in_every_file_is_kept() -> None:
 def test_a_program_not_in_every_file_alike_is_dropped_whatever_the_order() -> None:
     for a, b in ((LIGHTTPD, NGINX), (NGINX, LIGHTTPD), (LIGHTTPD, None), (None, LIGHTTPD)):
         assert _merged(a, b) is None, (a, b)
+
+
+LANDED = "found where a connection made to it before the load landed, DNATed to 10.176.172.10:39223"
+
+
+def test_how_a_targets_counters_were_found_is_kept_only_where_every_file_says_it() -> None:
+    """evidence.counters_landed (the --target's counters found by a connection of the tool's own) followed the first
+    file as the program did: a merge of a file that made that connection with one that made none said it of both."""
+    for a, b in ((LANDED, None), (None, LANDED), (LANDED, LANDED + " elsewhere")):
+        first = {"counters_landed": a} if a is not None else {}
+        second = {"counters_landed": b} if b is not None else {}
+        assert "counters_landed" not in add_evidence(dict(first), second, ("h", "h")), (a, b)
+    kept = add_evidence({"counters_landed": LANDED}, {"counters_landed": LANDED}, ("h", "h"))
+    assert kept["counters_landed"] == LANDED

@@ -58,10 +58,12 @@ def add_evidence(into: dict[str, Any], run: Mapping[str, Any], hosts: tuple[Any,
     into.pop("machine", None)
     into.pop("witness", None)  # one launch's server log: add_witness adds the two where they are alike
     into.pop("busy_waits", None)  # one run's looks over its own span: not the merged load's (no sum of shares)
-    if into.get("program") != run.get("program"):
-        # the program serving an attached server (servers/attached.py), kept where every file names the same one:
-        # the first file's alone made a report's words hang on the files' order (lighttpd's limits, or nginx's)
-        into.pop("program", None)
+    for each_alike in ("program", "counters_landed"):
+        # kept where every file says the same: the program serving an attached server (servers/attached.py), and how
+        # a --target's counters were found (probes/landing.py); the first file's alone made a report's words hang on
+        # the files' order (lighttpd's limits or nginx's; a probe connection said of files that made none)
+        if into.get(each_alike) != run.get(each_alike):
+            into.pop(each_alike, None)
     _add_kernel_counters(into, run, hosts)
     add_listener_drops(into, run)
     _add_accept_counts(into, run)
