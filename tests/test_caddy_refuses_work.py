@@ -8,7 +8,10 @@ handler that could burn it, so the option is refused in one line (exit 2) before
 --accept-batch is.
 
 The witness that Caddy burns nothing: Debian's Caddy launched as latency launches it, without --work, one request
-at a time: the CPU the kernel counted for its process over the requests is far below a millisecond each."""
+at a time: the CPU the kernel counted for its process over the requests is below a millisecond each, the least a
+--work 1ms request would add. Its own cost a request, a new connection each, is ~0.3 ms here (0.34 at 200 requests,
+0.30 at 1,000: not its start) and rises with the machine's load (0.59 in a fresh-clone CI at load 2-3, the Go
+runtime's threads spinning for work), so the bound is the work's, not a fraction of it."""
 
 from __future__ import annotations
 
@@ -37,8 +40,8 @@ def test_work_for_caddy_is_refused_before_anything_starts(args: list[str]) -> No
 
 
 @pytest.mark.skipif(caddy_missing() is not None, reason=f"Caddy launched runs: {caddy_missing()}")
-def test_caddy_without_work_burns_far_less_than_a_millisecond_a_request() -> None:
+def test_caddy_without_work_burns_less_than_a_millisecond_a_request() -> None:
     result = session.run_sequential(ServerSpec(kind="caddy", mode="netpoller"), SequentialLoad(connections=REQUESTS))
     assert result.failed == 0 and result.served == REQUESTS
     (counters,) = result.counters
-    assert counters.cpu_s is not None and counters.cpu_s / REQUESTS < 0.0005, counters.cpu_s
+    assert counters.cpu_s is not None and counters.cpu_s / REQUESTS < 0.001, counters.cpu_s
